@@ -1,0 +1,267 @@
+"""The machinery behind every exercise check (and the grader).
+
+An :class:`Exercise` says what the learner must write: its name, the reference
+implementation, a set of test cases and a catalogue of known mistakes. A
+learner's function is run on every case and compared with the reference. When
+it disagrees, we try each known mistake on the same input: if the learner's
+answer matches a mistake's answer, the learner is told *that* mistake in plain
+words ("K was computed with W_q"). Otherwise they get a generic but concrete
+description (wrong shape, NaN, largest difference and where).
+
+Any correct implementation passes: only the returned values are compared, with
+the tolerances stated on the exercise.
+"""
+
+import copy
+import warnings
+from dataclasses import dataclass, field
+from typing import Callable, Optional
+
+import numpy as np
+
+
+class ExerciseError(AssertionError):
+    """A learner's function gave a wrong answer; the message says what is wrong.
+
+    In Jupyter it is shown as its message alone, without a traceback into the
+    check's own code (IPython calls ``_render_traceback_`` when it exists).
+    """
+
+    def _render_traceback_(self):
+        return ["\x1b[31mNot right yet.\x1b[0m " + str(self)]
+
+
+@dataclass
+class Case:
+    """One input to try: positional and keyword arguments, and a label for messages."""
+
+    args: tuple
+    kwargs: dict = field(default_factory=dict)
+    label: str = ""
+
+
+@dataclass
+class Mistake:
+    """A known wrong way to solve an exercise, and what to tell a learner who made it.
+
+    ``fn`` takes the same arguments as the exercise and returns what the mistaken
+    code would return; ``message`` explains the mistake in the learner's terms,
+    without giving away the solution code.
+    """
+
+    message: str
+    fn: Callable
+
+
+@dataclass
+class Exercise:
+    """Everything needed to check (or grade) one exercise function.
+
+    Attributes
+    ----------
+    name : str
+        The function's name, e.g. ``"project_qkv"``.
+    lesson : str
+        The lesson's file stem, e.g. ``"01_qkv_projections"``.
+    reference : callable
+        The correct implementation (from :mod:`helpers.reference`).
+    make_cases : callable (rng, hidden) -> list of Case
+        Builds the inputs. ``hidden=True`` gives the grader's cases, which differ
+        from the ones the notebook's visible check uses.
+    mistakes : list of Mistake
+        Tried in order on a failing case; the first whose output matches wins.
+    outputs : tuple of str
+        Names of the returned values when the function returns a tuple
+        (e.g. ``("Q", "K", "V")``); ``("result",)`` for a single value.
+    rtol, atol : float
+        Tolerances of ``numpy.allclose`` when comparing with the reference.
+    """
+
+    name: str
+    lesson: str
+    reference: Callable
+    make_cases: Callable
+    mistakes: list = field(default_factory=list)
+    outputs: tuple = ("result",)
+    rtol: float = 1e-6
+    atol: float = 1e-9
+
+    def cases(self, hidden=False):
+        """The visible (``hidden=False``) or grading (``hidden=True``) cases."""
+        rng = np.random.default_rng(2718 if hidden else 0)
+        return self.make_cases(rng, hidden)
+
+
+@dataclass
+class Report:
+    """What running a function over an exercise's cases found."""
+
+    name: str
+    passed: int = 0
+    total: int = 0
+    not_attempted: bool = False
+    failures: list = field(default_factory=list)   # one message per failing case
+
+    @property
+    def ok(self):
+        return not self.not_attempted and self.total > 0 and self.passed == self.total
+
+
+# ----------------------------------------------------------------- comparing
+def describe_case(case):
+    """``"X (4, 5), W_q (5, 2)"`` style summary of a case's arrays (or its label)."""
+    if case.label:
+        return case.label
+    parts = [repr(a) if np.isscalar(a) else str(tuple(np.shape(a))) for a in case.args]
+    parts += [f"{k}={v!r}" if np.isscalar(v) or v is None else f"{k} {tuple(np.shape(v))}"
+              for k, v in case.kwargs.items()]
+    return ", ".join(parts)
+
+
+def difference(got, expected, name, rtol, atol):
+    """Describe how ``got`` differs from ``expected``, or return None if they agree.
+
+    Handles arrays, numbers, tuples of arrays and dicts of numbers.
+    """
+    if isinstance(expected, dict):
+        if not isinstance(got, dict):
+            return f"{name} should be a dict with keys {sorted(expected)}, got {type(got).__name__}"
+        if set(got) != set(expected):
+            return f"{name} should have the keys {sorted(expected)}, got {sorted(got)}"
+        for key in expected:
+            diff = difference(got[key], expected[key], f"{name}[{key!r}]", rtol, atol)
+            if diff:
+                return diff
+        return None
+    if isinstance(expected, tuple):
+        if not isinstance(got, (tuple, list)):
+            return f"should return a tuple of {len(expected)} values, got a {type(got).__name__}"
+        if len(got) != len(expected):
+            return f"should return {len(expected)} values, got {len(got)}"
+        names = name if isinstance(name, tuple) else tuple(f"value {i}" for i in range(len(expected)))
+        for g, e, n in zip(got, expected, names):
+            diff = difference(g, e, n, rtol, atol)
+            if diff:
+                return diff
+        return None
+    if got is None:
+        return f"{name} is None: did you forget to `return` it?"
+    try:
+        got_arr = np.asarray(got, dtype=float)
+    except (TypeError, ValueError):
+        return f"{name} should be numbers, got a {type(got).__name__}"
+    exp_arr = np.asarray(expected, dtype=float)
+    if got_arr.shape != exp_arr.shape:
+        hint = ""
+        if got_arr.shape == exp_arr.shape[::-1] and got_arr.ndim == 2:
+            hint = " (transposed?)"
+        return f"{name} has shape {got_arr.shape}, expected {exp_arr.shape}{hint}"
+    bad_nan = np.isnan(got_arr) & ~np.isnan(exp_arr)
+    if bad_nan.any():
+        return f"{name} contains NaN ({int(bad_nan.sum())} entries) where it should be numbers"
+    bad_inf = np.isinf(got_arr) & ~np.isinf(exp_arr)
+    if bad_inf.any():
+        return f"{name} contains inf ({int(bad_inf.sum())} entries): an overflow?"
+    if not np.allclose(got_arr, exp_arr, rtol=rtol, atol=atol, equal_nan=True):
+        err = np.abs(np.nan_to_num(got_arr - exp_arr))
+        where = np.unravel_index(np.argmax(err), err.shape) if err.ndim else ()
+        at = f" at index {tuple(int(i) for i in where)}" if where else ""
+        return (f"{name} has the right shape but wrong values: largest difference "
+                f"{float(err.max()):.3g}{at} (got {float(got_arr[where]):.6g}, "
+                f"expected {float(exp_arr[where]):.6g})")
+    return None
+
+
+def _quiet_call(fn, case):
+    """Call ``fn`` on private copies of the case's inputs, with NumPy warnings silenced."""
+    args = copy.deepcopy(case.args)
+    kwargs = copy.deepcopy(case.kwargs)
+    with warnings.catch_warnings(), np.errstate(all="ignore"):
+        warnings.simplefilter("ignore")
+        return fn(*args, **kwargs)
+
+
+def _names(exercise):
+    return exercise.outputs if len(exercise.outputs) > 1 else exercise.outputs[0]
+
+
+def diagnose(exercise, got, case):
+    """The message of the first known mistake whose output matches ``got``, or None."""
+    for mistake in exercise.mistakes:
+        try:
+            wrong = _quiet_call(mistake.fn, case)
+        except Exception:  # a mistake that cannot run on this case says nothing about it
+            continue
+        if difference(got, wrong, _names(exercise), exercise.rtol, exercise.atol) is None:
+            return mistake.message
+    return None
+
+
+# ----------------------------------------------------------------- evaluating
+def evaluate(exercise, fn, cases=None, stop_at_first_failure=False):
+    """Run ``fn`` on the exercise's cases and compare with the reference.
+
+    Parameters
+    ----------
+    exercise : Exercise
+    fn : callable
+        The learner's function.
+    cases : list of Case, optional
+        Defaults to the visible cases.
+    stop_at_first_failure : bool
+        Stop after the first wrong case (the notebook check does; the grader
+        does not, for partial credit).
+
+    Returns
+    -------
+    Report
+    """
+    cases = exercise.cases() if cases is None else cases
+    report = Report(exercise.name, total=len(cases))
+    if not callable(fn):
+        report.failures.append(f"{exercise.name} is not a function (it is a {type(fn).__name__})")
+        return report
+    for case in cases:
+        expected = _quiet_call(exercise.reference, case)
+        try:
+            got = _quiet_call(fn, case)
+        except NotImplementedError:
+            report.not_attempted = True
+            return report
+        except Exception as exc:  # the learner's code raised: say what and where
+            report.failures.append(
+                f"on input {describe_case(case)} it raised {type(exc).__name__}: {exc}")
+            if stop_at_first_failure:
+                return report
+            continue
+        diff = difference(got, expected, _names(exercise), exercise.rtol, exercise.atol)
+        if diff is None:
+            report.passed += 1
+            continue
+        message = diagnose(exercise, got, case) or diff
+        report.failures.append(f"on input {describe_case(case)}: {message}")
+        if stop_at_first_failure:
+            return report
+    return report
+
+
+# ----------------------------------------------------------------- in a notebook
+def check(exercise, fn):
+    """Check a learner's function in a lesson; return the function to use from now on.
+
+    - not attempted yet (it raises ``NotImplementedError``): print a notice and
+      return the reference implementation, so the rest of the lesson still runs;
+    - wrong: raise :class:`ExerciseError` saying what is wrong;
+    - right: print a pass and return the learner's own function.
+    """
+    report = evaluate(exercise, fn, stop_at_first_failure=True)
+    if report.not_attempted:
+        print(f"○ {exercise.name}: not attempted yet. The lesson continues with the "
+              f"reference {exercise.name} for now; come back, fill in the exercise cell "
+              f"and run this check again.")
+        return exercise.reference
+    if report.failures:
+        raise ExerciseError(f"{exercise.name} {report.failures[0]}")
+    print(f"✓ {exercise.name} passed all {report.total} checks. "
+          f"From here on the lesson uses your {exercise.name}.")
+    return fn

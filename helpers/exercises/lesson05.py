@@ -1,0 +1,3 @@
+"""Exercises of this lesson: not written yet."""
+
+EXERCISES = []

@@ -1,0 +1,405 @@
+"""Reference implementations of every exercise in the course.
+
+One function per exercise, with the exact name and signature the lessons use
+(see the exercise contract in COURSE.md). They are what the checks compare a
+learner's function against, what the lessons fall back on before an exercise is
+solved, and what the grader uses.
+
+Unlike the learner's versions they also accept leading batch dimensions
+(``(..., n, d)``), keep the input's floating dtype (float32 in, float32 out) and
+raise a ``ValueError``/``TypeError`` that names the argument and its shape when
+the input is wrong. There is no Python loop over heads or rows anywhere; the
+online-softmax attention loops over key blocks only.
+
+Read top to bottom, this file is the whole of scaled dot-product and multi-head
+attention in about a hundred lines of NumPy.
+"""
+
+import numpy as np
+
+from .validation import (
+    as_float_array,
+    batch_shape,
+    bool_mask,
+    positive_int,
+    same_size,
+    shape_str,
+)
+
+__all__ = [
+    "project_qkv",
+    "attention_scores",
+    "softmax",
+    "causal_mask",
+    "scaled_dot_product_attention",
+    "split_heads",
+    "merge_heads",
+    "multi_head_attention",
+    "attention_flops",
+    "fit_power_law",
+    "online_softmax_attention",
+]
+
+
+# --------------------------------------------------------------------------- 01
+def project_qkv(X, W_q, W_k, W_v):
+    """Project token embeddings to queries, keys and values.
+
+    Parameters
+    ----------
+    X : ndarray, shape (..., n, d_model)
+        One embedding row per token.
+    W_q, W_k : ndarray, shape (d_model, d_k)
+        Learned query and key matrices.
+    W_v : ndarray, shape (d_model, d_v)
+        Learned value matrix.
+
+    Returns
+    -------
+    Q : ndarray, shape (..., n, d_k)    -- "what I look for"
+    K : ndarray, shape (..., n, d_k)    -- "what I offer"
+    V : ndarray, shape (..., n, d_v)    -- "what I pass on"
+    """
+    where = "project_qkv"
+    X = as_float_array(where, "X", X, min_ndim=2)
+    weights = {name: as_float_array(where, name, W, min_ndim=2)
+               for name, W in (("W_q", W_q), ("W_k", W_k), ("W_v", W_v))}
+    for name, W in weights.items():
+        if W.ndim != 2:
+            raise ValueError(f"{where}: {name} must be a 2-D (d_model, d) matrix, "
+                             f"got shape {shape_str(W.shape)}")
+        if W.shape[0] != X.shape[-1]:
+            raise ValueError(
+                f"{where}: X has d_model={X.shape[-1]} but {name} has {W.shape[0]} rows "
+                f"(X {shape_str(X.shape)}, {name} {shape_str(W.shape)})")
+    same_size(where, "W_q", weights["W_q"].shape[1], "W_k", weights["W_k"].shape[1], "d_k",
+              f"W_q {shape_str(weights['W_q'].shape)}, W_k {shape_str(weights['W_k'].shape)}")
+    Q = X @ weights["W_q"]   # (..., n, d_k)
+    K = X @ weights["W_k"]   # (..., n, d_k)
+    V = X @ weights["W_v"]   # (..., n, d_v)
+    return Q, K, V
+
+
+# --------------------------------------------------------------------------- 02
+def _check_qk(where, Q, K):
+    Q = as_float_array(where, "Q", Q, min_ndim=2)
+    K = as_float_array(where, "K", K, min_ndim=2)
+    same_size(where, "Q", Q.shape[-1], "K", K.shape[-1], "d_k",
+              f"Q {shape_str(Q.shape)}, K {shape_str(K.shape)}")
+    batch_shape(where, {"Q": Q, "K": K})
+    return Q, K
+
+
+def _scores(Q, K):
+    """``Q @ K.T / sqrt(d_k)`` without input checks (batched)."""
+    d_k = Q.shape[-1]
+    scale = 1.0 / np.sqrt(d_k)
+    return (Q @ np.swapaxes(K, -1, -2)) * Q.dtype.type(scale)  # (..., n_q, n_k)
+
+
+def attention_scores(Q, K):
+    """Scaled dot-product scores: entry (i, j) is how much token i cares about token j.
+
+    Parameters
+    ----------
+    Q : ndarray, shape (..., n_q, d_k)
+    K : ndarray, shape (..., n_k, d_k)
+
+    Returns
+    -------
+    scores : ndarray, shape (..., n_q, n_k)
+        ``Q @ K.T / sqrt(d_k)`` with ``d_k = Q.shape[-1]``.
+    """
+    Q, K = _check_qk("attention_scores", Q, K)
+    return _scores(Q, K)
+
+
+# --------------------------------------------------------------------------- 03
+def _softmax(x, axis=-1):
+    """Stable softmax without input checks. Rows that are all ``-inf`` give zeros."""
+    x_max = np.max(x, axis=axis, keepdims=True)
+    # A row with no finite entry (all -inf) would give -inf - -inf = nan: shift it by 0.
+    x_max[~np.isfinite(x_max)] = 0
+    e = np.exp(x - x_max)                      # every entry now <= 1: no overflow
+    total = np.sum(e, axis=axis, keepdims=True)
+    out = np.zeros_like(e)
+    np.divide(e, total, out=out, where=total > 0)
+    return out
+
+
+def softmax(x, axis=-1):
+    """Numerically stable softmax along ``axis``.
+
+    Subtracting the row maximum before ``exp`` changes nothing mathematically
+    (the factor ``exp(-max)`` cancels between numerator and denominator) but keeps
+    every ``exp`` at most 1, so scores of 1e4 do not overflow to ``inf``/``nan``.
+
+    Parameters
+    ----------
+    x : ndarray, any shape
+        Scores; ``-inf`` entries are allowed and get weight 0. A slice that is
+        ``-inf`` everywhere gets all-zero weights.
+    axis : int
+        The axis that sums to 1.
+
+    Returns
+    -------
+    ndarray, same shape and float dtype as ``x``.
+    """
+    where = "softmax"
+    x = as_float_array(where, "x", x, min_ndim=1)
+    if isinstance(axis, bool) or not isinstance(axis, (int, np.integer)):
+        raise TypeError(f"{where}: axis must be an int, got {axis!r}")
+    if not -x.ndim <= axis < x.ndim:
+        raise ValueError(f"{where}: axis={axis} is out of range for x {shape_str(x.shape)}")
+    if np.isnan(x).any():
+        raise ValueError(f"{where}: x contains NaN")
+    if np.isposinf(x).any():
+        raise ValueError(f"{where}: x contains +inf (only -inf, meaning 'masked', is allowed)")
+    return _softmax(x, axis=axis)
+
+
+def causal_mask(n):
+    """Boolean ``(n, n)`` mask, True where token i may attend to token j (j <= i).
+
+    Examples
+    --------
+    >>> causal_mask(3).astype(int)
+    array([[1, 0, 0],
+           [1, 1, 0],
+           [1, 1, 1]])
+    """
+    n = positive_int("causal_mask", "n", n)
+    return np.tril(np.ones((n, n), dtype=bool))
+
+
+def _attention(Q, K, V, mask=None):
+    """Scaled dot-product attention without input checks."""
+    scores = _scores(Q, K)                       # (..., n_q, n_k)
+    if mask is not None:
+        scores = np.where(mask, scores, -np.inf)  # masked entries get weight exactly 0
+    weights = _softmax(scores, axis=-1)          # (..., n_q, n_k), rows sum to 1 (or 0)
+    return weights @ V, weights                  # (..., n_q, d_v)
+
+
+def scaled_dot_product_attention(Q, K, V, mask=None):
+    """Attention: each query's output is a softmax-weighted blend of the values.
+
+    Parameters
+    ----------
+    Q : ndarray, shape (..., n_q, d_k)
+    K : ndarray, shape (..., n_k, d_k)
+    V : ndarray, shape (..., n_k, d_v)
+    mask : bool ndarray broadcastable to (n_q, n_k), optional
+        True where query i may attend to key j. A query whose mask row is all
+        False gets all-zero weights and an all-zero output (never NaN).
+
+    Returns
+    -------
+    out : ndarray, shape (..., n_q, d_v)
+    weights : ndarray, shape (..., n_q, n_k)
+    """
+    where = "scaled_dot_product_attention"
+    Q, K = _check_qk(where, Q, K)
+    V = as_float_array(where, "V", V, min_ndim=2)
+    same_size(where, "K", K.shape[-2], "V", V.shape[-2], "n_k",
+              f"K {shape_str(K.shape)}, V {shape_str(V.shape)}")
+    batch = batch_shape(where, {"Q": Q, "K": K, "V": V})
+    if mask is not None:
+        bool_mask(where, mask, batch + (Q.shape[-2], K.shape[-2]))
+    return _attention(Q, K, V, mask)
+
+
+# --------------------------------------------------------------------------- 04
+def _check_heads(where, d_model, num_heads):
+    num_heads = positive_int(where, "num_heads", num_heads)
+    if d_model % num_heads:
+        raise ValueError(f"{where}: d_model={d_model} is not divisible by num_heads={num_heads}")
+    return num_heads
+
+
+def split_heads(X, num_heads):
+    """Cut the model dimension into heads: head i holds columns ``i*d_head:(i+1)*d_head``.
+
+    Parameters
+    ----------
+    X : ndarray, shape (..., n, d_model)
+    num_heads : int, divides d_model
+
+    Returns
+    -------
+    ndarray, shape (..., num_heads, n, d_head) with d_head = d_model // num_heads
+    """
+    where = "split_heads"
+    X = as_float_array(where, "X", X, min_ndim=2)
+    *batch, n, d_model = X.shape
+    num_heads = _check_heads(where, d_model, num_heads)
+    d_head = d_model // num_heads
+    H = X.reshape(*batch, n, num_heads, d_head)   # (..., n, h, d_head): columns cut into h pieces
+    return np.swapaxes(H, -3, -2)                 # (..., h, n, d_head): heads first
+
+
+def merge_heads(H):
+    """Concatenate the heads back side by side: the inverse of :func:`split_heads`.
+
+    Parameters
+    ----------
+    H : ndarray, shape (..., num_heads, n, d_head)
+
+    Returns
+    -------
+    ndarray, shape (..., n, num_heads * d_head)
+    """
+    H = as_float_array("merge_heads", "H", H, min_ndim=3)
+    *batch, h, n, d_head = H.shape
+    X = np.swapaxes(H, -3, -2)                    # (..., n, h, d_head)
+    return X.reshape(*batch, n, h * d_head)       # (..., n, d_model)
+
+
+def multi_head_attention(X, W_q, W_k, W_v, W_o, num_heads, mask=None):
+    """Multi-head self-attention: project, split, attend per head, merge, project.
+
+    Parameters
+    ----------
+    X : ndarray, shape (..., n, d_model)
+    W_q, W_k, W_v, W_o : ndarray, shape (d_model, d_model)
+    num_heads : int, divides d_model
+    mask : bool ndarray broadcastable to (n, n), optional
+        The same mask for every head.
+
+    Returns
+    -------
+    out : ndarray, shape (..., n, d_model)
+    weights : ndarray, shape (..., num_heads, n, n), one attention map per head.
+        Each head scales its scores by 1/sqrt(d_head), not 1/sqrt(d_model).
+    """
+    where = "multi_head_attention"
+    X = as_float_array(where, "X", X, min_ndim=2)
+    d_model = X.shape[-1]
+    mats = {}
+    for name, W in (("W_q", W_q), ("W_k", W_k), ("W_v", W_v), ("W_o", W_o)):
+        W = as_float_array(where, name, W, min_ndim=2)
+        if W.shape != (d_model, d_model):
+            raise ValueError(f"{where}: {name} must be (d_model, d_model) = {(d_model, d_model)} "
+                             f"for X {shape_str(X.shape)}, got {shape_str(W.shape)}")
+        mats[name] = W
+    num_heads = _check_heads(where, d_model, num_heads)
+    n = X.shape[-2]
+    if mask is not None:
+        bool_mask(where, mask, (n, n))
+    d_head = d_model // num_heads
+    *batch, n, _ = X.shape
+
+    def heads(W):  # (..., n, d_model) -> (..., h, n, d_head)
+        return np.swapaxes((X @ W).reshape(*batch, n, num_heads, d_head), -3, -2)
+
+    out, weights = _attention(heads(mats["W_q"]), heads(mats["W_k"]), heads(mats["W_v"]), mask)
+    out = np.swapaxes(out, -3, -2).reshape(*batch, n, d_model)   # merge: (..., n, d_model)
+    return out @ mats["W_o"], weights
+
+
+# --------------------------------------------------------------------------- 05
+def attention_flops(n, d_model):
+    """Floating-point operations of one single-sequence attention layer.
+
+    A multiply-add counts as 2 operations; softmax and scaling are left out
+    (they are O(n^2), not O(n^2 d)).
+
+    Returns
+    -------
+    dict
+        ``"projections"``: Q, K and V, ``3 * 2*n*d^2``;
+        ``"scores"``: ``Q @ K.T``, ``2*n^2*d``;
+        ``"weighted_sum"``: ``weights @ V``, ``2*n^2*d``;
+        ``"output_projection"``: ``@ W_o``, ``2*n*d^2``.
+    """
+    n = positive_int("attention_flops", "n", n)
+    d = positive_int("attention_flops", "d_model", d_model)
+    return {
+        "projections": 6 * n * d * d,
+        "scores": 2 * n * n * d,
+        "weighted_sum": 2 * n * n * d,
+        "output_projection": 2 * n * d * d,
+    }
+
+
+def fit_power_law(sizes, costs):
+    """Exponent k of ``cost ~ c * size**k``, by least squares on log-log axes.
+
+    Parameters
+    ----------
+    sizes, costs : 1-D array_like of positive numbers, same length >= 2
+
+    Returns
+    -------
+    float
+        The slope of ``log(cost)`` against ``log(size)``.
+    """
+    where = "fit_power_law"
+    sizes = as_float_array(where, "sizes", sizes, min_ndim=1)
+    costs = as_float_array(where, "costs", costs, min_ndim=1)
+    if sizes.ndim != 1 or costs.ndim != 1:
+        raise ValueError(f"{where}: sizes and costs must be 1-D, got sizes "
+                         f"{shape_str(sizes.shape)}, costs {shape_str(costs.shape)}")
+    if len(sizes) != len(costs):
+        raise ValueError(f"{where}: sizes has {len(sizes)} values but costs has {len(costs)}")
+    if len(sizes) < 2:
+        raise ValueError(f"{where}: need at least 2 points to fit a line, got {len(sizes)}")
+    for name, values in (("sizes", sizes), ("costs", costs)):
+        if not np.all(np.isfinite(values)) or np.any(values <= 0):
+            raise ValueError(f"{where}: {name} must be positive and finite to take logs, "
+                             f"got min {np.min(values)!r}")
+    log_s, log_c = np.log(sizes), np.log(costs)
+    spread = log_s - log_s.mean()
+    if not np.any(spread):
+        raise ValueError(f"{where}: all sizes are equal ({sizes[0]!r}): no slope to fit")
+    return float(np.sum(spread * (log_c - log_c.mean())) / np.sum(spread ** 2))
+
+
+# --------------------------------------------------------------------------- 06
+def online_softmax_attention(Q, K, V, block_size=128):
+    """Attention computed one key/value block at a time (the FlashAttention idea).
+
+    Keeps a running row maximum ``m``, a running softmax denominator ``l`` and a
+    running weighted sum ``acc``. When a new block raises the maximum, the old
+    ``l`` and ``acc`` are rescaled by ``exp(m_old - m_new)``; at the end
+    ``out = acc / l``. Never more than an ``(n_q, block_size)`` slice of scores
+    exists at once, so the extra memory is O(n), not O(n^2).
+
+    Parameters
+    ----------
+    Q : ndarray, shape (..., n_q, d_k)
+    K : ndarray, shape (..., n_k, d_k)
+    V : ndarray, shape (..., n_k, d_v)
+    block_size : int > 0
+        Keys per block; the last block may be shorter.
+
+    Returns
+    -------
+    out : ndarray, shape (..., n_q, d_v)
+        Equal to ``scaled_dot_product_attention(Q, K, V)[0]`` up to rounding.
+    """
+    where = "online_softmax_attention"
+    Q, K = _check_qk(where, Q, K)
+    V = as_float_array(where, "V", V, min_ndim=2)
+    same_size(where, "K", K.shape[-2], "V", V.shape[-2], "n_k",
+              f"K {shape_str(K.shape)}, V {shape_str(V.shape)}")
+    batch = batch_shape(where, {"Q": Q, "K": K, "V": V})
+    block_size = positive_int(where, "block_size", block_size)
+    dtype = np.result_type(Q, K, V)
+    n_q, n_k = Q.shape[-2], K.shape[-2]
+
+    m = np.full(batch + (n_q, 1), -np.inf, dtype=dtype)      # running row max
+    l = np.zeros(batch + (n_q, 1), dtype=dtype)              # running sum of exp
+    acc = np.zeros(batch + (n_q, V.shape[-1]), dtype=dtype)  # running sum of exp * V
+    for start in range(0, n_k, block_size):
+        K_b = K[..., start:start + block_size, :]            # (..., b, d_k)
+        V_b = V[..., start:start + block_size, :]            # (..., b, d_v)
+        s = _scores(Q, K_b)                                  # (..., n_q, b)
+        m_new = np.maximum(m, s.max(axis=-1, keepdims=True))
+        rescale = np.exp(m - m_new)                          # exp(-inf) = 0 on the first block
+        p = np.exp(s - m_new)                                # (..., n_q, b)
+        l = l * rescale + p.sum(axis=-1, keepdims=True)
+        acc = acc * rescale + p @ V_b
+        m = m_new
+    return acc / l

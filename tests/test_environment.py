@@ -1,0 +1,55 @@
+"""environment.yml (conda, Binder) and requirements.txt (pip) must not drift apart."""
+
+import re
+from pathlib import Path
+
+import yaml
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def requirement_names(lines):
+    names = set()
+    for line in lines:
+        line = line.split("#")[0].strip()
+        if line and not line.startswith("-"):
+            names.add(re.split(r"[<>=!~\[; ]", line, maxsplit=1)[0].lower().replace("_", "-"))
+    return names
+
+
+def pip_section():
+    env = yaml.safe_load((ROOT / "environment.yml").read_text())
+    for dep in env["dependencies"]:
+        if isinstance(dep, dict) and "pip" in dep:
+            return dep["pip"]
+    return None
+
+
+def test_environment_yml_installs_pip_and_python():
+    deps = yaml.safe_load((ROOT / "environment.yml").read_text())["dependencies"]
+    plain = [d for d in deps if isinstance(d, str)]
+    assert "pip" in plain
+    assert any(re.fullmatch(r"python=3\.\d+", d) for d in plain), "pin python to a minor version"
+
+
+def test_environment_yml_pip_section_matches_requirements():
+    pip = pip_section()
+    assert pip, "environment.yml has no pip section"
+    reqs = requirement_names((ROOT / "requirements.txt").read_text().splitlines())
+    if pip == ["-r requirements.txt"]:
+        return  # the very same file: cannot drift
+    assert requirement_names(pip) == reqs
+
+
+def test_requirements_are_lower_bounds_not_pins():
+    for line in (ROOT / "requirements.txt").read_text().splitlines():
+        line = line.split("#")[0].strip()
+        if line:
+            assert "==" not in line, f"exact pin in requirements.txt: {line}"
+            assert ">=" in line, f"no lower bound in requirements.txt: {line}"
+
+
+def test_ipywidgets_range_covers_colab():
+    line = next(l for l in (ROOT / "requirements.txt").read_text().splitlines()
+                if l.startswith("ipywidgets"))
+    assert ">=7.7" in line and "<9" in line
