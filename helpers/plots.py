@@ -48,7 +48,9 @@ def heatmap(M, row_labels=None, col_labels=None, *, ax=None, title="", xlabel=""
     if row_labels is not None:
         ax.set_yticks(range(len(row_labels)), labels=row_labels)
     if col_labels is not None:
-        ax.set_xticks(range(len(col_labels)), labels=col_labels, rotation=45, ha="right")
+        long = max(len(str(label)) for label in col_labels) > 2   # words: tilt them to fit
+        ax.set_xticks(range(len(col_labels)), labels=col_labels,
+                      rotation=45 if long else 0, ha="right" if long else "center")
     ax.set_title(title)
     ax.set_xlabel(xlabel)
     ax.set_ylabel(ylabel)
