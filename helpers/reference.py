@@ -94,7 +94,9 @@ def _scores(Q, K):
     """``Q @ K.T / sqrt(d_k)`` without input checks (batched)."""
     d_k = Q.shape[-1]
     scale = 1.0 / np.sqrt(d_k)
-    return (Q @ np.swapaxes(K, -1, -2)) * Q.dtype.type(scale)  # (..., n_q, n_k)
+    scores = Q @ np.swapaxes(K, -1, -2)    # (..., n_q, n_k): a new array, ours to change
+    scores *= Q.dtype.type(scale)          # scale in place: no second (n_q, n_k) array
+    return scores
 
 
 def attention_scores(Q, K):
@@ -115,16 +117,22 @@ def attention_scores(Q, K):
 
 
 # --------------------------------------------------------------------------- 03
-def _softmax(x, axis=-1):
-    """Stable softmax without input checks. Rows that are all ``-inf`` give zeros."""
-    x_max = np.max(x, axis=axis, keepdims=True)
+def _softmax(x, axis=-1, overwrite=False):
+    """Stable softmax without input checks. Rows that are all ``-inf`` give zeros.
+
+    With ``overwrite=True`` the result is written into ``x`` itself (which must be
+    a float array we own): attention's score grid is the biggest array there is,
+    and reusing it saves allocating and filling two more of the same size.
+    """
+    x_max = np.max(x, axis=axis, keepdims=True)          # (..., 1): each row's maximum
     # A row with no finite entry (all -inf) would give -inf - -inf = nan: shift it by 0.
     x_max[~np.isfinite(x_max)] = 0
-    e = np.exp(x - x_max)                      # every entry now <= 1: no overflow
-    total = np.sum(e, axis=axis, keepdims=True)
-    out = np.zeros_like(e)
-    np.divide(e, total, out=out, where=total > 0)
-    return out
+    e = np.subtract(x, x_max, out=x if overwrite else None)   # same shape as x, every entry <= 0
+    np.exp(e, out=e)                                      # in place; every entry now <= 1: no overflow
+    total = np.sum(e, axis=axis, keepdims=True)           # (..., 1): each row's sum, >= 1 ...
+    total[total == 0] = 1                                 # ... or 0 for an all -inf row: 0 / 1 = 0
+    e /= total                                            # in place: each row now sums to 1
+    return e
 
 
 def softmax(x, axis=-1):
@@ -175,10 +183,10 @@ def causal_mask(n):
 
 def _attention(Q, K, V, mask=None):
     """Scaled dot-product attention without input checks."""
-    scores = _scores(Q, K)                       # (..., n_q, n_k)
+    scores = _scores(Q, K)                       # (..., n_q, n_k), a fresh array
     if mask is not None:
-        scores = np.where(mask, scores, -np.inf)  # masked entries get weight exactly 0
-    weights = _softmax(scores, axis=-1)          # (..., n_q, n_k), rows sum to 1 (or 0)
+        np.copyto(scores, -np.inf, where=~mask)  # masked entries get weight exactly 0
+    weights = _softmax(scores, axis=-1, overwrite=True)   # the same array, rows sum to 1 (or 0)
     return weights @ V, weights                  # (..., n_q, d_v)
 
 
@@ -290,12 +298,19 @@ def multi_head_attention(X, W_q, W_k, W_v, W_o, num_heads, mask=None):
     d_head = d_model // num_heads
     *batch, n, _ = X.shape
 
-    def heads(W):  # (..., n, d_model) -> (..., h, n, d_head)
-        return np.swapaxes((X @ W).reshape(*batch, n, num_heads, d_head), -3, -2)
+    # The three projections as ONE matrix product (one big product runs faster than
+    # three thin ones): W_qkv = [W_q | W_k | W_v] is (d_model, 3 * d_model).
+    W_qkv = np.concatenate([mats["W_q"], mats["W_k"], mats["W_v"]], axis=-1)
+    QKV = X @ W_qkv                                         # (..., n, 3 * d_model) = [Q | K | V]
+    QKV = QKV.reshape(*batch, n, 3, num_heads, d_head)      # (..., n, 3, h, d_head): split Q/K/V, then heads
+    # Move "which of Q/K/V" to the front and heads before tokens, and copy once so that
+    # each head's (n, d_head) matrix is contiguous (the per-head products run faster).
+    QKV = np.ascontiguousarray(np.moveaxis(QKV, (-3, -4), (0, -2)))   # (3, ..., h, n, d_head)
+    Q, K, V = QKV                                           # each (..., h, n, d_head)
 
-    out, weights = _attention(heads(mats["W_q"]), heads(mats["W_k"]), heads(mats["W_v"]), mask)
+    out, weights = _attention(Q, K, V, mask)                # (..., h, n, d_head), (..., h, n, n)
     out = np.swapaxes(out, -3, -2).reshape(*batch, n, d_model)   # merge: (..., n, d_model)
-    return out @ mats["W_o"], weights
+    return out @ mats["W_o"], weights                       # (..., n, d_model)
 
 
 # --------------------------------------------------------------------------- 05
