@@ -18,8 +18,9 @@ $(STAMP): requirements.txt pyproject.toml
 	$(PY) -m pip install --quiet -r requirements.txt -e .
 	@touch $(STAMP)
 
+# Opens lesson 01, with the whole course in the file browser. (--allow-root only when run as root.)
 lab: $(STAMP)
-	$(VENV)/bin/jupyter lab notebooks/
+	$(VENV)/bin/jupyter lab $(if $(filter 0,$(shell id -u)),--allow-root) notebooks/01_qkv_projections.ipynb
 
 test: $(STAMP)
 	$(PY) -m pytest
