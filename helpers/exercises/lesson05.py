@@ -1,3 +1,157 @@
-"""Exercises of this lesson: not written yet."""
+"""Lesson 05 exercises: ``attention_flops`` and ``fit_power_law``.
 
-EXERCISES = []
+attention_flops: the cases use n != d_model (so n and d swapped gives other
+numbers) and the mistakes are the ways a count goes wrong: a multiply-add counted
+as 1 operation instead of 2, W_O counted among the Q/K/V projections.
+
+fit_power_law: synthetic data ``cost = c * size**k`` with a little multiplicative
+noise (so only a real least-squares fit gives the reference's answer) and
+``c`` far from 1 (so the intercept ``log c`` is nowhere near the slope ``k``).
+"""
+
+import numpy as np
+
+from .. import reference
+from ..checking import Case, Exercise, Mistake
+
+
+# ----------------------------------------------------------------- attention_flops
+def make_flops_cases(rng, hidden):
+    sizes = [(6, 4), (1024, 512), (3, 10), (1, 1), (100_000, 64)]   # (n, d_model)
+    if hidden:
+        sizes = [(5, 3), (2048, 256), (2, 9), (1, 1), (32_768, 128), (7, 7)]
+    return [Case((n, d), label=f"n={n}, d_model={d}") for n, d in sizes]
+
+
+def _flops(n, d, madd=2, proj_mats=3, out_mats=1, halve=()):
+    """A count with the given (possibly wrong) conventions."""
+    counts = {
+        "projections": madd * proj_mats * n * d * d,
+        "scores": madd * n * n * d,
+        "weighted_sum": madd * n * n * d,
+        "output_projection": madd * out_mats * n * d * d,
+    }
+    for key in halve:
+        counts[key] //= 2
+    return counts
+
+
+def _without_output(counts):
+    return {k: v for k, v in counts.items() if k != "output_projection"}
+
+
+FLOPS_MISTAKES = [
+    Mistake("every count is half the right one: a multiply-add is 2 floating-point operations "
+            "(one multiply, one add), so an (a, b) @ (b, c) product costs 2*a*b*c, not a*b*c.",
+            lambda n, d: _flops(n, d, madd=1)),
+    Mistake("W_O was counted among the projections: \"projections\" is Q, K and V only "
+            "(three (n, d) @ (d, d) products); the output projection has its own entry.",
+            lambda n, d: _flops(n, d, proj_mats=4)),
+    Mistake("W_O was counted among the projections: \"projections\" is Q, K and V only "
+            "(three (n, d) @ (d, d) products); the output projection has its own entry.",
+            lambda n, d: _flops(n, d, proj_mats=4, out_mats=0)),
+    Mistake("W_O was counted among the projections, and a multiply-add as 1 operation "
+            "instead of 2: \"projections\" is Q, K and V only, each (n, d) @ (d, d) "
+            "costing 2*n*d*d.",
+            lambda n, d: _flops(n, d, madd=1, proj_mats=4)),
+    Mistake("the output projection (@ W_O) is missing: return it as \"output_projection\".",
+            lambda n, d: _without_output(_flops(n, d))),
+]
+for _key in ("projections", "scores", "weighted_sum", "output_projection"):
+    FLOPS_MISTAKES.append(Mistake(
+        f"{_key!r} is half the right count: a multiply-add is 2 operations, so an "
+        f"(a, b) @ (b, c) product costs 2*a*b*c.",
+        lambda n, d, _key=_key: _flops(n, d, halve=(_key,))))
+FLOPS_MISTAKES += [
+    Mistake("n and d_model are swapped somewhere: the projections cost grows with n*d^2 "
+            "(n tokens, each times a (d, d) matrix), the score grid with n^2*d "
+            "(n*n dot products of length d).",
+            lambda n, d: {"projections": 6 * n * n * d, "scores": 2 * n * d * d,
+                          "weighted_sum": 2 * n * d * d, "output_projection": 2 * n * n * d}),
+    Mistake("\"projections\" counts only one of the three matrices: Q, K and V each cost "
+            "2*n*d*d.",
+            lambda n, d: _flops(n, d, proj_mats=1)),
+]
+
+
+# ----------------------------------------------------------------- fit_power_law
+def _power_case(rng, k, c, sizes, noise, label):
+    sizes = np.asarray(sizes, dtype=float)
+    costs = c * sizes ** k * np.exp(noise * rng.standard_normal(len(sizes)))
+    return Case((sizes, costs), label=f"{label} (sizes {sizes.astype(int).tolist()})")
+
+
+def make_power_cases(rng, hidden):
+    if hidden:
+        specs = [(2.0, 4e-8, [32, 64, 128, 256, 512, 1024], 0.08, "cost ~ size^2, noisy"),
+                 (1.0, 2e-6, [100, 300, 1000, 3000], 0.05, "cost ~ size, noisy"),
+                 (3.0, 1e-9, [8, 16, 24, 32, 48], 0.0, "cost ~ size^3, exact"),
+                 (0.5, 50.0, [1, 4, 9, 16, 25], 0.1, "cost ~ sqrt(size)"),
+                 (1.7, 1e-3, [10, 1000], 0.0, "two points")]
+    else:
+        specs = [(2.0, 3e-9, [64, 128, 256, 512, 1024], 0.1, "cost ~ size^2, noisy timings"),
+                 (1.0, 5e-7, [128, 256, 512, 1024, 2048], 0.05, "cost ~ size, noisy timings"),
+                 (1.5, 7e-4, [10, 20, 40, 80], 0.0, "cost ~ size^1.5, exact"),
+                 (2.0, 1.0, [3, 30], 0.0, "two points")]
+    return [_power_case(rng, *spec) for spec in specs]
+
+
+def _linefit(x, y):
+    """(slope, intercept) of the least-squares line through the points (x, y)."""
+    slope, intercept = np.polyfit(np.asarray(x, float), np.asarray(y, float), 1)
+    return slope, intercept
+
+
+POWER_MISTAKES = [
+    Mistake("this is the intercept (log c), not the slope: the exponent k is the slope of "
+            "log(cost) against log(size).",
+            lambda s, c: float(_linefit(np.log(s), np.log(c))[1])),
+    Mistake("this is the intercept (log10 c), not the slope: the exponent k is the slope of "
+            "log(cost) against log(size).",
+            lambda s, c: float(_linefit(np.log10(s), np.log10(c))[1])),
+    Mistake("this is the prefactor c, not the exponent k: return the slope of log(cost) "
+            "against log(size).",
+            lambda s, c: float(np.exp(_linefit(np.log(s), np.log(c))[1]))),
+    Mistake("the line was fitted on linear axes (cost against size): a power law is a "
+            "straight line only on log-log axes, so take the log of both sizes and costs first.",
+            lambda s, c: float(_linefit(s, c)[0])),
+    Mistake("only the costs were put on a log axis: take the log of the sizes too "
+            "(log cost = log c + k * log size).",
+            lambda s, c: float(_linefit(s, np.log(c))[0])),
+    Mistake("only the sizes were put on a log axis: take the log of the costs too "
+            "(log cost = log c + k * log size).",
+            lambda s, c: float(_linefit(np.log(s), c)[0])),
+    Mistake("sizes and costs are swapped: this is the slope of log(size) against log(cost), "
+            "i.e. 1/k. Fit log(cost) (vertical) against log(size) (horizontal).",
+            lambda s, c: float(_linefit(np.log(c), np.log(s))[0])),
+    Mistake("this returns both the slope and the intercept: return only the slope, the "
+            "exponent k (a single number).",
+            lambda s, c: np.polyfit(np.log(s), np.log(c), 1)),
+    Mistake("this uses only the first and the last point: fit a least-squares line through "
+            "all the points (np.polyfit with degree 1 does it).",
+            lambda s, c: float((np.log(c[-1]) - np.log(c[0])) / (np.log(s[-1]) - np.log(s[0])))),
+]
+
+
+EXERCISES = [
+    Exercise(
+        name="attention_flops",
+        lesson="05_complexity",
+        reference=reference.attention_flops,
+        make_cases=make_flops_cases,
+        mistakes=FLOPS_MISTAKES,
+        outputs=("flops",),
+        rtol=1e-12,
+        atol=0.5,
+    ),
+    Exercise(
+        name="fit_power_law",
+        lesson="05_complexity",
+        reference=reference.fit_power_law,
+        make_cases=make_power_cases,
+        mistakes=POWER_MISTAKES,
+        outputs=("exponent",),
+        rtol=1e-6,
+        atol=1e-9,
+    ),
+]

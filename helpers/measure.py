@@ -1,0 +1,110 @@
+"""Measuring on the learner's own machine: time (median of repeats) and memory (traced peak).
+
+Used by lessons 05 and 06 and by ``benchmarks/run.py``. The numbers depend on the
+machine and on what else it is doing, so the lessons *show* them and never assert them.
+
+    seconds = median_time(lambda: Q @ K.T, repeat=5)
+    peak_bytes = traced_peak(lambda: Q @ K.T)
+"""
+
+import time
+import tracemalloc
+
+import numpy as np
+
+__all__ = ["median_time", "traced_peak", "format_bytes"]
+
+
+def _positive(where, name, value):
+    if isinstance(value, bool) or not isinstance(value, (int, np.integer)):
+        raise TypeError(f"{where}: {name} must be a whole number, got {value!r}")
+    if value <= 0:
+        raise ValueError(f"{where}: {name} must be positive, got {name}={value}")
+    return int(value)
+
+
+def median_time(fn, repeat=5, number=1, warmup=1, clock=time.perf_counter):
+    """Median wall-clock seconds of one call of ``fn()``.
+
+    Runs ``fn`` ``warmup`` times unmeasured (first calls pay for caches and memory
+    pages), then ``repeat`` times ``number`` calls, timing each group. The median
+    ignores the odd slow run caused by another program.
+
+    Parameters
+    ----------
+    fn : callable with no arguments
+    repeat : int > 0
+        How many timed groups.
+    number : int > 0
+        Calls per group (use more than 1 for calls far below a millisecond).
+    warmup : int >= 0
+        Unmeasured calls first.
+    clock : callable returning seconds
+        ``time.perf_counter`` by default (replaceable in tests).
+
+    Returns
+    -------
+    float
+        Median over the groups of (group time / number), in seconds.
+    """
+    where = "median_time"
+    if not callable(fn):
+        raise TypeError(f"{where}: fn must be callable, got {type(fn).__name__}")
+    repeat = _positive(where, "repeat", repeat)
+    number = _positive(where, "number", number)
+    if isinstance(warmup, bool) or not isinstance(warmup, (int, np.integer)) or warmup < 0:
+        raise ValueError(f"{where}: warmup must be a whole number >= 0, got {warmup!r}")
+    for _ in range(warmup):
+        fn()
+    times = []
+    for _ in range(repeat):
+        start = clock()
+        for _ in range(number):
+            fn()
+        times.append((clock() - start) / number)
+    return float(np.median(times))
+
+
+def traced_peak(fn):
+    """Peak bytes allocated while ``fn()`` runs, as traced by ``tracemalloc``.
+
+    NumPy reports its array buffers to ``tracemalloc``, so this counts every
+    temporary array ``fn`` creates, even ones freed before it returns, plus its
+    result. Memory allocated before the call (the inputs) is not counted.
+
+    Parameters
+    ----------
+    fn : callable with no arguments
+
+    Returns
+    -------
+    int
+        The peak, in bytes, above what was allocated when the call started.
+    """
+    if not callable(fn):
+        raise TypeError(f"traced_peak: fn must be callable, got {type(fn).__name__}")
+    was_tracing = tracemalloc.is_tracing()
+    if not was_tracing:
+        tracemalloc.start()
+    try:
+        tracemalloc.reset_peak()
+        before, _ = tracemalloc.get_traced_memory()
+        result = fn()
+        _, peak = tracemalloc.get_traced_memory()
+        del result
+    finally:
+        if not was_tracing:
+            tracemalloc.stop()
+    return max(0, peak - before)
+
+
+def format_bytes(n):
+    """``1536`` -> ``'1.5 KiB'``: bytes in binary units (KiB = 1024 bytes)."""
+    if isinstance(n, bool) or not isinstance(n, (int, float, np.integer, np.floating)):
+        raise TypeError(f"format_bytes: n must be a number, got {n!r}")
+    if n < 0:
+        raise ValueError(f"format_bytes: n must be >= 0, got {n}")
+    for unit in ("bytes", "KiB", "MiB", "GiB", "TiB"):
+        if n < 1024 or unit == "TiB":
+            return f"{n:.0f} {unit}" if unit == "bytes" else f"{n:.1f} {unit}"
+        n /= 1024

@@ -1,0 +1,168 @@
+"""Lesson 05 checks: attention_flops and fit_power_law name the known mistakes and pass
+any correct implementation. The wrong versions are written the way a learner would."""
+
+import numpy as np
+import pytest
+
+from helpers import reference
+from helpers.checking import ExerciseError
+from helpers.checks import check
+
+
+# ----------------------------------------------------------------- attention_flops
+def flops_multiply_add_is_one(n, d_model):
+    return {"projections": 3 * n * d_model ** 2, "scores": n * n * d_model,
+            "weighted_sum": n * n * d_model, "output_projection": n * d_model ** 2}
+
+
+def flops_wo_among_projections(n, d_model):
+    return {"projections": 4 * 2 * n * d_model ** 2, "scores": 2 * n * n * d_model,
+            "weighted_sum": 2 * n * n * d_model, "output_projection": 2 * n * d_model ** 2}
+
+
+def flops_wo_only_in_projections(n, d_model):
+    return {"projections": 8 * n * d_model ** 2, "scores": 2 * n * n * d_model,
+            "weighted_sum": 2 * n * n * d_model, "output_projection": 0}
+
+
+def flops_scores_counted_once(n, d_model):
+    return {"projections": 6 * n * d_model ** 2, "scores": n * n * d_model,
+            "weighted_sum": 2 * n * n * d_model, "output_projection": 2 * n * d_model ** 2}
+
+
+def flops_no_output_projection(n, d_model):
+    return {"projections": 6 * n * d_model ** 2, "scores": 2 * n * n * d_model,
+            "weighted_sum": 2 * n * n * d_model}
+
+
+def flops_n_and_d_swapped(n, d_model):
+    return {"projections": 6 * n * n * d_model, "scores": 2 * n * d_model ** 2,
+            "weighted_sum": 2 * n * d_model ** 2, "output_projection": 2 * n * n * d_model}
+
+
+def flops_one_projection(n, d_model):
+    return {"projections": 2 * n * d_model ** 2, "scores": 2 * n * n * d_model,
+            "weighted_sum": 2 * n * n * d_model, "output_projection": 2 * n * d_model ** 2}
+
+
+def flops_returns_total(n, d_model):
+    return 8 * n * d_model ** 2 + 4 * n * n * d_model
+
+
+WRONG_FLOPS = {
+    "multiply-add counted as 1": (flops_multiply_add_is_one, "a multiply-add is 2"),
+    "W_O counted among projections": (flops_wo_among_projections,
+                                      "W_O was counted among the projections"),
+    "W_O moved into projections": (flops_wo_only_in_projections,
+                                   "W_O was counted among the projections"),
+    "scores counted without the 2": (flops_scores_counted_once,
+                                     "'scores' is half the right count"),
+    "output projection missing": (flops_no_output_projection, "output projection (@ W_O) is missing"),
+    "n and d swapped": (flops_n_and_d_swapped, "n and d_model are swapped"),
+    "only one projection": (flops_one_projection, "counts only one of the three matrices"),
+    "a total instead of a dict": (flops_returns_total, "should be a dict"),
+}
+
+
+@pytest.mark.parametrize("name", sorted(WRONG_FLOPS))
+def test_wrong_attention_flops_gets_specific_message(name):
+    fn, message = WRONG_FLOPS[name]
+    with pytest.raises(ExerciseError) as info:
+        check("attention_flops", fn)
+    assert message in str(info.value)
+
+
+def flops_from_shapes(n, d_model):
+    # count each product (a, b) @ (b, c) as 2*a*b*c, from the shapes themselves
+    def matmul(a, b, c):
+        return 2 * a * b * c
+    return {"projections": sum(matmul(n, d_model, d_model) for _ in "QKV"),
+            "scores": matmul(n, d_model, n),
+            "weighted_sum": matmul(n, n, d_model),
+            "output_projection": matmul(n, d_model, d_model)}
+
+
+def flops_as_floats(n, d_model):
+    return {"projections": 6.0 * n * d_model * d_model, "scores": 2.0 * n ** 2 * d_model,
+            "weighted_sum": 2.0 * d_model * n ** 2, "output_projection": 2.0 * n * d_model ** 2}
+
+
+@pytest.mark.parametrize("fn", [flops_from_shapes, flops_as_floats])
+def test_any_correct_attention_flops_passes(fn, capsys):
+    assert check("attention_flops", fn) is fn
+    assert "passed" in capsys.readouterr().out
+
+
+# ----------------------------------------------------------------- fit_power_law
+def fit_intercept(sizes, costs):
+    slope, intercept = np.polyfit(np.log(sizes), np.log(costs), 1)
+    return intercept
+
+
+def fit_linear_axes(sizes, costs):
+    slope, intercept = np.polyfit(sizes, costs, 1)
+    return slope
+
+
+def fit_log_costs_only(sizes, costs):
+    return np.polyfit(sizes, np.log(costs), 1)[0]
+
+
+def fit_swapped(sizes, costs):
+    return np.polyfit(np.log(costs), np.log(sizes), 1)[0]
+
+
+def fit_both(sizes, costs):
+    return np.polyfit(np.log(sizes), np.log(costs), 1)
+
+
+def fit_endpoints(sizes, costs):
+    return np.log(costs[-1] / costs[0]) / np.log(sizes[-1] / sizes[0])
+
+
+WRONG_FITS = {
+    "intercept instead of slope": (fit_intercept, "this is the intercept (log c), not the slope"),
+    "linear axes": (fit_linear_axes, "fitted on linear axes"),
+    "log of costs only": (fit_log_costs_only, "take the log of the sizes too"),
+    "size against cost": (fit_swapped, "sizes and costs are swapped"),
+    "slope and intercept": (fit_both, "returns both the slope and the intercept"),
+    "two endpoints": (fit_endpoints, "uses only the first and the last point"),
+}
+
+
+@pytest.mark.parametrize("name", sorted(WRONG_FITS))
+def test_wrong_fit_power_law_gets_specific_message(name):
+    fn, message = WRONG_FITS[name]
+    with pytest.raises(ExerciseError) as info:
+        check("fit_power_law", fn)
+    assert message in str(info.value)
+
+
+def fit_normal_equations(sizes, costs):
+    # solve [1, log s] @ [b, k] = log c by least squares, in base 2
+    A = np.column_stack([np.ones(len(sizes)), np.log2(sizes)])
+    (b, k), *_ = np.linalg.lstsq(A, np.log2(costs), rcond=None)
+    return k
+
+
+def fit_covariance(sizes, costs):
+    x, y = np.log10(sizes), np.log10(costs)
+    return float(np.cov(x, y, bias=True)[0, 1] / np.var(x))
+
+
+def fit_polyfit(sizes, costs):
+    return np.polyfit(np.log(sizes), np.log(costs), 1)[0]
+
+
+@pytest.mark.parametrize("fn", [fit_normal_equations, fit_covariance, fit_polyfit])
+def test_any_correct_fit_power_law_passes(fn, capsys):
+    assert check("fit_power_law", fn) is fn
+    assert "passed" in capsys.readouterr().out
+
+
+@pytest.mark.parametrize("name", ["attention_flops", "fit_power_law"])
+def test_not_attempted_gives_notice_and_reference(name, capsys):
+    def stub(*args):
+        raise NotImplementedError(name)
+    assert check(name, stub) is getattr(reference, name)
+    assert "not attempted yet" in capsys.readouterr().out

@@ -1,0 +1,102 @@
+"""helpers.measure: behaviour only (what is called, what is counted), never how fast."""
+
+import numpy as np
+import pytest
+
+from helpers.measure import format_bytes, median_time, traced_peak
+
+
+class FakeClock:
+    """A clock that returns the given readings in turn."""
+
+    def __init__(self, readings):
+        self.readings = list(readings)
+
+    def __call__(self):
+        return self.readings.pop(0)
+
+
+def test_median_time_is_median_of_group_times():
+    # three groups lasting 5 s, 1 s and 3 s: the median is 3 s
+    clock = FakeClock([0, 5, 10, 11, 20, 23])
+    assert median_time(lambda: None, repeat=3, warmup=0, clock=clock) == 3.0
+
+
+def test_median_time_divides_each_group_by_number():
+    # two groups of 4 calls lasting 8 s and 12 s: 2 s and 3 s per call, median 2.5 s
+    clock = FakeClock([0, 8, 8, 20])
+    assert median_time(lambda: None, repeat=2, number=4, warmup=0, clock=clock) == 2.5
+
+
+@pytest.mark.parametrize("repeat, number, warmup", [(1, 1, 0), (3, 2, 1), (5, 1, 2)])
+def test_median_time_calls_fn_warmup_plus_repeat_times_number(repeat, number, warmup):
+    calls = []
+    median_time(lambda: calls.append(1), repeat=repeat, number=number, warmup=warmup)
+    assert len(calls) == warmup + repeat * number
+
+
+def test_median_time_returns_nonnegative_float():
+    result = median_time(lambda: sum(range(100)), repeat=3)
+    assert isinstance(result, float) and result >= 0
+
+
+@pytest.mark.parametrize("kwargs, error, message", [
+    ({"repeat": 0}, ValueError, "repeat must be positive"),
+    ({"number": -1}, ValueError, "number must be positive"),
+    ({"repeat": 2.5}, TypeError, "repeat must be a whole number"),
+    ({"warmup": -1}, ValueError, "warmup must be a whole number >= 0"),
+])
+def test_median_time_rejects_bad_counts(kwargs, error, message):
+    with pytest.raises(error, match=message):
+        median_time(lambda: None, **kwargs)
+
+
+@pytest.mark.parametrize("function", [traced_peak, median_time])
+def test_measuring_a_non_callable_is_a_type_error(function):
+    with pytest.raises(TypeError, match="fn must be callable"):
+        function(42)
+
+
+@pytest.mark.parametrize("n", [100_000, 1_000_000])
+def test_traced_peak_counts_an_array_made_inside(n):
+    # np.ones(n) holds n float64 = 8 n bytes; allow a little for Python's own bookkeeping
+    peak = traced_peak(lambda: np.ones(n))
+    assert 8 * n <= peak < 8 * n + 50_000
+
+
+def test_traced_peak_counts_temporaries_freed_before_return():
+    def make_and_drop():
+        big = np.ones(1_000_000)   # 8 MB, freed when the function returns
+        return float(big[0])
+    assert traced_peak(make_and_drop) >= 8_000_000
+
+
+def test_traced_peak_does_not_count_inputs_made_before():
+    x = np.ones(1_000_000)
+    assert traced_peak(lambda: x[0]) < 50_000
+
+
+def test_traced_peak_leaves_tracemalloc_as_it_found_it():
+    import tracemalloc
+    assert not tracemalloc.is_tracing()
+    traced_peak(lambda: None)
+    assert not tracemalloc.is_tracing()
+    tracemalloc.start()
+    try:
+        traced_peak(lambda: None)
+        assert tracemalloc.is_tracing()
+    finally:
+        tracemalloc.stop()
+
+
+@pytest.mark.parametrize("n, text", [(0, "0 bytes"), (1023, "1023 bytes"), (1536, "1.5 KiB"),
+                                     (8 * 2**20, "8.0 MiB"), (3 * 2**30, "3.0 GiB"),
+                                     (5 * 2**40, "5.0 TiB")])
+def test_format_bytes_uses_binary_units(n, text):
+    assert format_bytes(n) == text
+
+
+@pytest.mark.parametrize("n, error", [(-1, ValueError), ("8", TypeError)])
+def test_format_bytes_rejects_bad_input(n, error):
+    with pytest.raises(error):
+        format_bytes(n)
