@@ -75,6 +75,10 @@ class Exercise:
         (e.g. ``("Q", "K", "V")``); ``("result",)`` for a single value.
     rtol, atol : float
         Tolerances of ``numpy.allclose`` when comparing with the reference.
+    validate : callable (got, case) -> str or None, optional
+        Run on an answer whose values already match the reference; returns a
+        message when something beyond the values is wrong (e.g. a mask that
+        must be boolean), else None.
     """
 
     name: str
@@ -85,6 +89,7 @@ class Exercise:
     outputs: tuple = ("result",)
     rtol: float = 1e-6
     atol: float = 1e-9
+    validate: Optional[Callable] = None
 
     def cases(self, hidden=False):
         """The visible (``hidden=False``) or grading (``hidden=True``) cases."""
@@ -235,6 +240,8 @@ def evaluate(exercise, fn, cases=None, stop_at_first_failure=False):
                 return report
             continue
         diff = difference(got, expected, _names(exercise), exercise.rtol, exercise.atol)
+        if diff is None and exercise.validate is not None:
+            diff = exercise.validate(got, case)
         if diff is None:
             report.passed += 1
             continue

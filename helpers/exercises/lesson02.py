@@ -1,3 +1,104 @@
-"""Exercises of this lesson: not written yet."""
+"""Lesson 02 exercise: ``attention_scores``.
 
-EXERCISES = []
+What a wrong version can look like, and how the cases tell them apart:
+
+- the scale is a number, so every mistaken scale (none, ``d_k``, ``sqrt(n)``, a
+  fixed ``sqrt(8)``, ...) is a different constant times ``Q @ K.T``. The cases use
+  ``d_k``, ``n_q`` and ``n_k`` all different from each other and from the
+  notebook's global ``d_model = 8`` and ``d_k = 4``, so each mistake gives its own
+  numbers and can be named;
+- ``attention_scores`` only receives ``Q`` and ``K``: ``d_model`` is not among its
+  inputs. "Scaled by d_model" can only happen through the notebook's global
+  variable ``d_model`` (= 8 in lessons 01-03), so that is the mistake named. The
+  same holds for a function that uses the notebook's global ``d_k`` (= 4) instead
+  of reading it from ``Q``;
+- "K not transposed" (``Q @ K``) only runs when ``K`` is square, so the first case
+  has ``n_k = d_k``: there the mistake gives numbers of the right shape and is
+  named; on the other cases it raises a shape error.
+"""
+
+import numpy as np
+
+from .. import reference
+from ..checking import Case, Exercise, Mistake
+
+#: The globals the lesson notebooks define (lesson 01's sizes): a learner's function
+#: that reads them instead of ``Q.shape[-1]`` gives the answer for these sizes.
+NOTEBOOK_D_MODEL = 8
+NOTEBOOK_D_K = 4
+
+
+def _case(rng, n_q, n_k, d_k, label):
+    Q = rng.standard_normal((n_q, d_k))
+    K = rng.standard_normal((n_k, d_k))
+    return Case((Q, K), label=f"{label}: Q {Q.shape}, K {K.shape}")
+
+
+def make_cases(rng, hidden):
+    shapes = [  # (n_q, n_k, d_k)
+        (5, 9, 9, "K square (n_k = d_k)"),
+        (3, 7, 6, "n_q, n_k, d_k all different"),
+        (10, 10, 16, "self-attention, 10 tokens"),
+        (1, 5, 2, "a single query"),
+        (6, 4, 64, "d_k = 64"),
+    ]
+    if hidden:
+        shapes = [(6, 12, 12, "K square (n_k = d_k)"), (4, 9, 5, "n_q, n_k, d_k all different"),
+                  (7, 7, 32, "self-attention, 7 tokens"), (2, 3, 3, "tiny"),
+                  (5, 11, 128, "d_k = 128")]
+    return [_case(rng, *shape) for shape in shapes]
+
+
+def _scaled(Q, K, scale):
+    return (Q @ K.T) / scale
+
+
+MISTAKES = [
+    Mistake("the scores are not scaled: divide Q @ K.T by sqrt(d_k). Without it the "
+            "scores grow with d_k and the softmax saturates (section 2).",
+            lambda Q, K: Q @ K.T),
+    Mistake("divided by d_k instead of sqrt(d_k). Dividing by d_k shrinks the scores too "
+            "much (their variance becomes 1/d_k) and every softmax row turns almost uniform.",
+            lambda Q, K: _scaled(Q, K, Q.shape[-1])),
+    Mistake("multiplied by sqrt(d_k) instead of dividing by it.",
+            lambda Q, K: (Q @ K.T) * np.sqrt(Q.shape[-1])),
+    Mistake("scaled by the number of tokens n (Q.shape[0] or len(Q)). The scale depends "
+            "on the vector size: d_k = Q.shape[-1], the number of columns.",
+            lambda Q, K: _scaled(Q, K, np.sqrt(Q.shape[-2]))),
+    Mistake("scaled by the number of keys n_k (K.shape[0] or len(K)). The scale depends "
+            "on the vector size: d_k = Q.shape[-1], the number of columns.",
+            lambda Q, K: _scaled(Q, K, np.sqrt(K.shape[-2]))),
+    Mistake(f"scaled by sqrt(d_model) = sqrt({NOTEBOOK_D_MODEL}) (the notebook's global "
+            f"d_model) instead of sqrt(d_k). The dot products are between vectors of size "
+            f"d_k = Q.shape[-1]; read it from Q inside the function.",
+            lambda Q, K: _scaled(Q, K, np.sqrt(NOTEBOOK_D_MODEL))),
+    Mistake(f"scaled by sqrt({NOTEBOOK_D_K}): that is the notebook's global d_k, not this "
+            f"input's. Read d_k from the input inside the function: d_k = Q.shape[-1].",
+            lambda Q, K: _scaled(Q, K, np.sqrt(NOTEBOOK_D_K))),
+    Mistake(f"divided by the notebook's global d_k = {NOTEBOOK_D_K}, and not by its square root: "
+            f"use sqrt(d_k) with d_k = Q.shape[-1] read from the input.",
+            lambda Q, K: _scaled(Q, K, NOTEBOOK_D_K)),
+    Mistake("K is not transposed: Q @ K multiplies each query with the *columns* of K. "
+            "Entry (i, j) must be the dot product of query i with key j (a row of K).",
+            lambda Q, K: (Q @ K) / np.sqrt(Q.shape[-1])),
+    Mistake("K is not transposed (and the scores are not scaled): Q @ K multiplies each "
+            "query with the *columns* of K. Entry (i, j) must be q_i · k_j.",
+            lambda Q, K: Q @ K),
+    Mistake("the grid is transposed: K @ Q.T puts the keys in the rows. Row i must be "
+            "query i, column j key j, so the shape is (n_q, n_k).",
+            lambda Q, K: (K @ Q.T) / np.sqrt(Q.shape[-1])),
+    Mistake("the grid is transposed and not scaled: row i must be query i, column j key j, "
+            "and the scores divided by sqrt(d_k).",
+            lambda Q, K: K @ Q.T),
+]
+
+EXERCISES = [
+    Exercise(
+        name="attention_scores",
+        lesson="02_scaled_scores",
+        reference=reference.attention_scores,
+        make_cases=make_cases,
+        mistakes=MISTAKES,
+        outputs=("scores",),
+    ),
+]

@@ -1,3 +1,304 @@
-"""Exercises of this lesson: not written yet."""
+"""Lesson 03 exercises: ``softmax``, ``causal_mask``, ``scaled_dot_product_attention``.
 
-EXERCISES = []
+How the cases make each known mistake show, in the order a check meets them:
+
+softmax
+    a *square* first case, so a sum taken without ``keepdims`` still broadcasts
+    (dividing column j by the sum of row j) and can be named instead of raising a
+    shape error; then scores of about 1000 (the naive ``exp`` overflows to
+    inf/inf = NaN); then ``axis=0`` on a non-square input (a function that ignores
+    ``axis``); then ±1e4 in different rows (subtracting the maximum of the whole
+    array, not of each row, underflows a whole row to 0/0); ``-inf`` entries
+    (masked scores) are in the cases too. An all ``-inf`` row is NOT asked of
+    ``softmax``: the lesson handles it in the attention function.
+causal_mask
+    n = 4 first (upside down, without the diagonal, inverted, not boolean all
+    differ there), then n = 1 and larger n.
+scaled_dot_product_attention
+    no mask and n_q != n_k first (no scaling, wrong softmax axis, outputs
+    swapped); then a causal mask (mask after the softmax without renormalising,
+    mask inverted, masked scores set to 0); then a mask with a fully masked query
+    row (NaN from ``-inf`` alone, a uniform row from a large negative number);
+    then large scores (a naive softmax inside overflows).
+"""
+
+import numpy as np
+
+from .. import reference
+from ..checking import Case, Exercise, Mistake
+
+
+# ------------------------------------------------------------------ softmax
+def make_softmax_cases(rng, hidden):
+    s = 2.0 if not hidden else 3.0
+    square = rng.standard_normal((4, 4)) * s
+    if hidden:
+        square = rng.standard_normal((5, 5)) * s
+    big = 1000.0 + rng.standard_normal((3, 5)) * 3
+    if hidden:
+        big = 1000.0 + rng.standard_normal((4, 6)) * 5
+    tall = rng.standard_normal((5, 3)) * s if not hidden else rng.standard_normal((6, 4)) * s
+    apart = np.array([[1e4, 1e4 - 1.0, 1e4 - 3.0],
+                      [-1e4, -1e4 + 2.0, -1e4 + 0.5]])
+    if hidden:
+        apart = np.array([[-1e4, -1e4 + 1.0, -1e4 - 2.0, -1e4],
+                          [1e4 - 2.0, 1e4, 1e4 - 1.0, 1e4 - 0.5]])
+    masked = rng.standard_normal((3, 4)) * s
+    masked[np.triu_indices(3, k=1, m=4)] = -np.inf          # some entries -inf, never a whole row
+    vector = rng.standard_normal(6) * s
+    return [
+        Case((square,), label=f"scores {square.shape}"),
+        Case((big,), label=f"large scores around 1000, {big.shape}"),
+        Case((tall,), {"axis": 0}, label=f"axis=0 on {tall.shape} (each column sums to 1)"),
+        Case((apart,), label="one row near +1e4, the other near -1e4"),
+        Case((masked,), label=f"scores {masked.shape} with some -inf (masked) entries"),
+        Case((vector,), label=f"a single row of scores {vector.shape}"),
+    ]
+
+
+def _naive_softmax(x, axis=-1):
+    e = np.exp(x)
+    return e / e.sum(axis=axis, keepdims=True)
+
+
+def _softmax_no_keepdims_sum(x, axis=-1):
+    e = np.exp(x - x.max(axis=axis, keepdims=True))
+    return e / e.sum(axis=axis)
+
+
+def _softmax_no_keepdims_max(x, axis=-1):
+    e = np.exp(x - x.max(axis=axis))
+    return e / e.sum(axis=axis, keepdims=True)
+
+
+def _softmax_no_keepdims(x, axis=-1):
+    e = np.exp(x - x.max(axis=axis))
+    return e / e.sum(axis=axis)
+
+
+def _naive_no_keepdims(x, axis=-1):
+    e = np.exp(x)
+    return e / e.sum(axis=axis)
+
+
+def _other_axis(x, axis=-1):
+    if x.ndim != 2:
+        raise ValueError("only for 2-D inputs")
+    return reference.softmax(x, axis=0 if axis in (-1, 1) else 1)
+
+
+def _global_max(x, axis=-1):
+    e = np.exp(x - x.max())
+    return e / e.sum(axis=axis, keepdims=True)
+
+
+SOFTMAX_MISTAKES = [
+    Mistake("overflow to NaN on large scores: exp(1000) is inf, and inf / inf is NaN. "
+            "Subtract each row's maximum before exp (it cancels out, so the answer is "
+            "the same, but every exp is then at most 1).",
+            _naive_softmax),
+    Mistake("missing keepdims: the sum has lost its axis, so it broadcasts the wrong way "
+            "(row i gets divided by the sum of row j). Use keepdims=True. (Also subtract "
+            "each row's maximum before exp, or large scores overflow to NaN.)",
+            _naive_no_keepdims),
+    Mistake("missing keepdims: the sum has lost its axis, so it broadcasts the wrong way "
+            "(row i gets divided by the sum of row j). Use keepdims=True so each row is "
+            "divided by its own sum.",
+            _softmax_no_keepdims_sum),
+    Mistake("missing keepdims in the maximum: x - x.max(axis) subtracts row j's maximum "
+            "from column j. Use keepdims=True so each row loses its own maximum.",
+            _softmax_no_keepdims_max),
+    Mistake("missing keepdims (in both the maximum and the sum): the reduced values "
+            "broadcast along the wrong axis. Use keepdims=True.",
+            _softmax_no_keepdims),
+    Mistake("the axis argument is ignored: softmax(x, axis=0) must make each *column* sum "
+            "to 1. Pass axis on to the max and the sum.",
+            lambda x, axis=-1: reference.softmax(x, axis=-1)),
+    Mistake("wrong axis: the values are normalised along the other axis (columns sum to 1 "
+            "instead of rows, or the other way round). Use the axis argument for the "
+            "max and the sum.",
+            _other_axis),
+    Mistake("subtracted the maximum of the whole array instead of each row's maximum: a "
+            "row whose scores all sit far below the overall maximum underflows to 0 / 0 "
+            "= NaN. Use the maximum along axis, with keepdims=True.",
+            _global_max),
+    Mistake("exp is missing: the scores were divided by their sum, so weights can be "
+            "negative. Softmax is exp(x) / sum(exp(x)).",
+            lambda x, axis=-1: x / x.sum(axis=axis, keepdims=True)),
+]
+
+
+# ------------------------------------------------------------------ causal_mask
+def make_mask_cases(rng, hidden):
+    sizes = [4, 1, 2, 7] if not hidden else [5, 1, 3, 10]
+    return [Case((n,), label=f"n={n}") for n in sizes]
+
+
+def _mask_must_be_bool(got, case):
+    dtype = np.asarray(got).dtype
+    if dtype != np.bool_:
+        return (f"on n={case.args[0]} the values are right but the dtype is {dtype}: "
+                f"return a boolean array (True = may attend), e.g. compare with >= or "
+                f"use dtype=bool.")
+    return None
+
+
+MASK_MISTAKES = [
+    Mistake("the mask is upside down: token i may attend to the tokens before it and "
+            "itself (j <= i, on and below the diagonal), not to the ones after it.",
+            lambda n: np.triu(np.ones((n, n), dtype=bool))),
+    Mistake("the diagonal is excluded: a token may always attend to itself (j <= i, "
+            "not j < i).",
+            lambda n: np.tril(np.ones((n, n), dtype=bool), k=-1)),
+    Mistake("the mask is inverted (True above the diagonal, i.e. upside down and without "
+            "the diagonal): True must mean 'may attend', on and below the diagonal (j <= i).",
+            lambda n: np.triu(np.ones((n, n), dtype=bool), k=1)),
+]
+
+
+# ------------------------------------------------------------------ attention
+def _plain_softmax(x, axis=-1):
+    """Stable softmax with nothing special for an all -inf row (which gives NaN)."""
+    e = np.exp(x - x.max(axis=axis, keepdims=True))
+    return e / e.sum(axis=axis, keepdims=True)
+
+
+def _attend(Q, K, V, mask=None, *, scale=True, fill=-np.inf, after=False, axis=-1,
+            zero_empty=True, naive=False, swap=False):
+    """Attention with one thing changed: used to reproduce each mistake."""
+    scores = Q @ K.T
+    if scale:
+        scores = scores / np.sqrt(Q.shape[-1])
+    if mask is not None and not after:
+        scores = np.where(mask, scores, fill)
+    soft = _naive_softmax if naive else _plain_softmax
+    if mask is not None and zero_empty and not after:
+        empty = ~mask.any(axis=-1, keepdims=True)
+        weights = soft(np.where(empty, 0.0, scores), axis=axis) * ~empty
+    else:
+        weights = soft(scores, axis=axis)
+    if mask is not None and after:
+        weights = weights * mask
+        if after in ("zero", "nan"):                 # renormalised afterwards
+            total = weights.sum(axis=-1, keepdims=True)
+            if after == "nan":
+                weights = weights / total
+            else:
+                weights = np.divide(weights, total, out=np.zeros_like(weights),
+                                    where=total > 0)
+    out = weights @ V
+    return (weights, out) if swap else (out, weights)
+
+
+def _attention_case(rng, n_q, n_k, d_k, d_v, mask, label, scale=1.0):
+    Q = rng.standard_normal((n_q, d_k)) * scale
+    K = rng.standard_normal((n_k, d_k)) * scale
+    V = rng.standard_normal((n_k, d_v))
+    if scale > 1:   # make the first query's best key a masked (future) one: a large gap
+        K[-1] = 3 * Q[0]
+    kwargs = {} if mask is None else {"mask": mask}
+    return Case((Q, K, V), kwargs,
+                label=f"{label}: Q {Q.shape}, K {K.shape}, V {V.shape}"
+                      + ("" if mask is None else f", mask {mask.shape}"))
+
+
+def make_attention_cases(rng, hidden):
+    if not hidden:
+        empty_row = np.array([[True, False, True, True, False],
+                              [False, False, False, False, False],
+                              [True, True, True, True, True]])
+        return [
+            _attention_case(rng, 3, 5, 4, 2, None, "no mask, n_q != n_k"),
+            _attention_case(rng, 4, 4, 3, 5, reference.causal_mask(4), "causal mask"),
+            _attention_case(rng, 3, 5, 6, 3, empty_row, "query 1 may attend to nothing"),
+            _attention_case(rng, 4, 4, 8, 2, reference.causal_mask(4),
+                            "large scores (q, k entries ~30), causal mask", scale=30.0),
+            _attention_case(rng, 1, 6, 2, 4, None, "a single query"),
+        ]
+    empty_rows = np.ones((4, 6), dtype=bool)
+    empty_rows[0] = False
+    empty_rows[2, ::2] = False
+    return [
+        _attention_case(rng, 4, 6, 5, 3, None, "no mask, n_q != n_k"),
+        _attention_case(rng, 5, 5, 4, 2, reference.causal_mask(5), "causal mask"),
+        _attention_case(rng, 4, 6, 3, 4, empty_rows, "query 0 may attend to nothing"),
+        _attention_case(rng, 6, 6, 16, 3, reference.causal_mask(6),
+                        "large scores, causal mask", scale=40.0),
+        _attention_case(rng, 2, 3, 7, 1, None, "d_v = 1"),
+    ]
+
+
+_RENORMALISED = (
+    "the mask was applied after the softmax, then the rows renormalised. That is the same "
+    "in exact arithmetic, but when a masked score is much larger than the allowed ones, "
+    "every allowed weight underflows to 0 before you renormalise (0 / 0). Mask the *scores* "
+    "(masked entries -> -inf) before the softmax.")
+_INVERTED = ("the mask is inverted: True means 'may attend', so keep the scores where the "
+             "mask is True and remove them where it is False.")
+
+ATTENTION_MISTAKES = [
+    Mistake("the scores are not scaled: divide Q @ K.T by sqrt(d_k) before the softmax.",
+            lambda Q, K, V, mask=None: _attend(Q, K, V, mask, scale=False)),
+    Mistake("the softmax runs down the columns (axis 0): each query's row of weights must "
+            "sum to 1, so normalise along the last axis.",
+            lambda Q, K, V, mask=None: _attend(Q, K, V, mask, axis=0)),
+    Mistake("the two results are swapped: return (out, weights), in that order.",
+            lambda Q, K, V, mask=None: _attend(Q, K, V, mask, swap=True)),
+    Mistake(_RENORMALISED, lambda Q, K, V, mask=None: _attend(Q, K, V, mask, after="zero")),
+    Mistake("the mask was applied after the softmax without renormalising: zeroing "
+            "weights afterwards leaves rows that no longer sum to 1. Mask the *scores* "
+            "(masked entries -> -inf) and then take the softmax.",
+            lambda Q, K, V, mask=None: _attend(Q, K, V, mask, after=True)),
+    Mistake("the mask is ignored: where the mask is False the weight must be exactly 0.",
+            lambda Q, K, V, mask=None: _attend(Q, K, V, None)),
+    Mistake(_INVERTED, lambda Q, K, V, mask=None: _attend(Q, K, V, None if mask is None else ~mask)),
+    Mistake(_INVERTED, lambda Q, K, V, mask=None: _attend(Q, K, V, None if mask is None else ~mask,
+                                                         zero_empty=False)),
+    Mistake("masked scores were set to 0, but exp(0) = 1 still gives them weight. Set "
+            "them to -inf (or remove them) so that their weight is exactly 0.",
+            lambda Q, K, V, mask=None: _attend(Q, K, V, mask, fill=0.0, zero_empty=False)),
+    Mistake("a fully masked row is NaN, not zero: when every score of a row is -inf, "
+            "the softmax computes -inf - (-inf) = NaN. The contract: a query that may "
+            "attend to nothing gets all-zero weights and an all-zero output.",
+            lambda Q, K, V, mask=None: _attend(Q, K, V, mask, zero_empty=False)),
+    Mistake("a fully masked row is not zero: with a large negative number instead of "
+            "-inf, a row where everything is masked becomes uniform (it attends to "
+            "every token equally). The contract: zero weights and zero output there.",
+            lambda Q, K, V, mask=None: _attend(Q, K, V, mask, fill=-1e9, zero_empty=False)),
+    Mistake(_RENORMALISED, lambda Q, K, V, mask=None: _attend(Q, K, V, mask, after="nan")),
+    Mistake("overflow to NaN on large scores: the softmax inside must subtract each row's "
+            "maximum before exp (use your stable softmax).",
+            lambda Q, K, V, mask=None: _attend(Q, K, V, mask, naive=True)),
+    Mistake("out is transposed: it needs one row per query, shape (n_q, d_v), which is "
+            "what weights @ V gives.",
+            lambda Q, K, V, mask=None: (lambda out, w: (out.T, w))(*_attend(Q, K, V, mask))),
+]
+
+
+EXERCISES = [
+    Exercise(
+        name="softmax",
+        lesson="03_softmax_and_attention",
+        reference=reference.softmax,
+        make_cases=make_softmax_cases,
+        mistakes=SOFTMAX_MISTAKES,
+        outputs=("weights",),
+    ),
+    Exercise(
+        name="causal_mask",
+        lesson="03_softmax_and_attention",
+        reference=reference.causal_mask,
+        make_cases=make_mask_cases,
+        mistakes=MASK_MISTAKES,
+        outputs=("mask",),
+        validate=_mask_must_be_bool,
+    ),
+    Exercise(
+        name="scaled_dot_product_attention",
+        lesson="03_softmax_and_attention",
+        reference=reference.scaled_dot_product_attention,
+        make_cases=make_attention_cases,
+        mistakes=ATTENTION_MISTAKES,
+        outputs=("out", "weights"),
+    ),
+]

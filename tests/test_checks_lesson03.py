@@ -1,0 +1,324 @@
+"""The lesson 03 checks (softmax, causal_mask, scaled_dot_product_attention):
+specific messages for wrong versions, a pass for any right one."""
+
+import numpy as np
+import pytest
+
+from helpers import reference
+from helpers.checking import ExerciseError, evaluate
+from helpers.checks import check
+from helpers.exercises import EXERCISES
+
+
+def failing_message(name, fn):
+    with pytest.raises(ExerciseError) as info:
+        check(name, fn)
+    return str(info.value)
+
+
+def fails_hidden(name, fn):
+    exercise = EXERCISES[name]
+    report = evaluate(exercise, fn, exercise.cases(hidden=True))
+    return report.passed < report.total
+
+
+def passes_everywhere(name, fn, capsys):
+    exercise = EXERCISES[name]
+    kept = check(name, fn) is fn
+    shown = "passed" in capsys.readouterr().out
+    return kept and shown and evaluate(exercise, fn, exercise.cases(hidden=True)).ok
+
+
+# ------------------------------------------------------------------ softmax
+def naive(x, axis=-1):
+    e = np.exp(x)
+    return e / e.sum(axis=axis, keepdims=True)
+
+
+def no_keepdims(x, axis=-1):
+    e = np.exp(x - x.max(axis=axis, keepdims=True))
+    return e / e.sum(axis=axis)
+
+
+def no_keepdims_max(x, axis=-1):
+    e = np.exp(x - x.max(axis=axis))
+    return e / e.sum(axis=axis, keepdims=True)
+
+
+def naive_no_keepdims(x, axis=-1):
+    return np.exp(x) / np.exp(x).sum(axis=axis)
+
+
+def columns(x, axis=-1):
+    e = np.exp(x - x.max(axis=0, keepdims=True))
+    return e / e.sum(axis=0, keepdims=True)
+
+
+def axis_ignored(x, axis=-1):
+    e = np.exp(x - x.max(axis=-1, keepdims=True))
+    return e / e.sum(axis=-1, keepdims=True)
+
+
+def global_max(x, axis=-1):
+    e = np.exp(x - np.max(x))
+    return e / e.sum(axis=axis, keepdims=True)
+
+
+SOFTMAX_WRONG = {
+    "naive exp overflows": (naive, "overflow to NaN on large scores"),
+    "sum without keepdims": (no_keepdims, "missing keepdims"),
+    "max without keepdims": (no_keepdims_max, "missing keepdims in the maximum"),
+    "naive and no keepdims": (naive_no_keepdims, "missing keepdims"),
+    "wrong axis (columns)": (columns, "wrong axis"),
+    "axis argument ignored": (axis_ignored, "axis argument is ignored"),
+    "whole-array maximum": (global_max, "maximum of the whole array"),
+    "no exp": (lambda x, axis=-1: x / x.sum(axis=axis, keepdims=True), "exp is missing"),
+    "no return": (lambda x, axis=-1: None, "forget to `return`"),
+}
+
+
+@pytest.mark.parametrize("name", sorted(SOFTMAX_WRONG))
+def test_wrong_softmax_gets_specific_message(name):
+    fn, message = SOFTMAX_WRONG[name]
+    assert message in failing_message("softmax", fn)
+
+
+@pytest.mark.parametrize("name", sorted(SOFTMAX_WRONG))
+def test_wrong_softmax_fails_hidden_cases(name):
+    assert fails_hidden("softmax", SOFTMAX_WRONG[name][0])
+
+
+def logsumexp_softmax(x, axis=-1):
+    m = np.max(x, axis=axis, keepdims=True)
+    lse = m + np.log(np.sum(np.exp(x - m), axis=axis, keepdims=True))
+    return np.exp(x - lse)
+
+
+def loop_softmax(x, axis=-1):
+    moved = np.moveaxis(np.asarray(x, dtype=float), axis, -1)
+    out = np.empty_like(moved)
+    for idx in np.ndindex(moved.shape[:-1]):
+        row = moved[idx]
+        e = [np.exp(v - max(row)) for v in row]
+        out[idx] = [v / sum(e) for v in e]
+    return np.moveaxis(out, -1, axis)
+
+
+def apply_along(x, axis=-1):
+    def one(row):
+        e = np.exp(row - row.max())
+        return e / e.sum()
+    return np.apply_along_axis(one, axis, x)
+
+
+SOFTMAX_RIGHT = {
+    "max subtraction": lambda x, axis=-1: (lambda e: e / e.sum(axis, keepdims=True))(
+        np.exp(x - x.max(axis, keepdims=True))),
+    "log-sum-exp": logsumexp_softmax,
+    "loops": loop_softmax,
+    "apply_along_axis": apply_along,
+}
+
+
+@pytest.mark.parametrize("name", sorted(SOFTMAX_RIGHT))
+def test_any_correct_softmax_passes_and_is_kept(name, capsys):
+    assert passes_everywhere("softmax", SOFTMAX_RIGHT[name], capsys)
+
+
+# ------------------------------------------------------------------ causal_mask
+MASK_WRONG = {
+    "upside down (triu)": (lambda n: np.triu(np.ones((n, n), dtype=bool)), "upside down"),
+    "j >= i by comparison": (lambda n: np.arange(n)[:, None] <= np.arange(n)[None, :],
+                             "upside down"),
+    "diagonal excluded": (lambda n: np.tril(np.ones((n, n), dtype=bool), k=-1),
+                          "diagonal is excluded"),
+    "strict comparison": (lambda n: np.arange(n)[None, :] < np.arange(n)[:, None],
+                          "diagonal is excluded"),
+    "inverted (True = masked)": (lambda n: np.triu(np.ones((n, n), dtype=bool), k=1),
+                                 "mask is inverted"),
+    "floats, not booleans": (lambda n: np.tril(np.ones((n, n))), "dtype is float64"),
+    "ints, not booleans": (lambda n: np.tril(np.ones((n, n), dtype=int)), "return a boolean array"),
+    "wrong size": (lambda n: np.tril(np.ones((n + 1, n + 1), dtype=bool)), "has shape"),
+}
+
+
+@pytest.mark.parametrize("name", sorted(MASK_WRONG))
+def test_wrong_causal_mask_gets_specific_message(name):
+    fn, message = MASK_WRONG[name]
+    assert message in failing_message("causal_mask", fn)
+
+
+@pytest.mark.parametrize("name", sorted(MASK_WRONG))
+def test_wrong_causal_mask_fails_hidden_cases(name):
+    assert fails_hidden("causal_mask", MASK_WRONG[name][0])
+
+
+MASK_RIGHT = {
+    "tril": lambda n: np.tril(np.ones((n, n), dtype=bool)),
+    "comparison": lambda n: np.arange(n)[None, :] <= np.arange(n)[:, None],
+    "loops": lambda n: np.array([[j <= i for j in range(n)] for i in range(n)], dtype=bool),
+    "not triu": lambda n: ~np.triu(np.ones((n, n), dtype=bool), k=1),
+}
+
+
+@pytest.mark.parametrize("name", sorted(MASK_RIGHT))
+def test_any_correct_causal_mask_passes_and_is_kept(name, capsys):
+    assert passes_everywhere("causal_mask", MASK_RIGHT[name], capsys)
+
+
+# ------------------------------------------------------------------ attention
+def stable(x):
+    e = np.exp(x - x.max(axis=-1, keepdims=True))
+    return e / e.sum(axis=-1, keepdims=True)
+
+
+def attention(Q, K, V, mask=None, *, scale=True, fill=-np.inf, after=False, renorm=False,
+              axis=-1, fix_empty=True, soft=stable, swap=False):
+    """A hand-written attention with switches for each mistake (independent of the module)."""
+    s = Q @ K.T
+    if scale:
+        s = s / np.sqrt(Q.shape[1])
+    if mask is not None and not after:
+        s = np.where(mask, s, fill)
+        if fix_empty:
+            empty = ~mask.any(axis=1, keepdims=True)
+            s = np.where(empty, 0.0, s)
+    if axis == 0:
+        w = soft(s.T).T
+    else:
+        w = soft(s)
+    if mask is not None:
+        if after:
+            w = w * mask
+            if renorm:
+                total = w.sum(axis=1, keepdims=True)
+                w = np.divide(w, total, out=np.zeros_like(w), where=total > 0)
+        elif fix_empty:
+            w = w * mask.any(axis=1, keepdims=True)
+    out = w @ V
+    return (w, out) if swap else (out, w)
+
+
+ATTENTION_WRONG = {
+    "no scaling": (lambda Q, K, V, mask=None: attention(Q, K, V, mask, scale=False), "not scaled"),
+    "softmax over columns": (lambda Q, K, V, mask=None: attention(Q, K, V, mask, axis=0),
+                             "runs down the columns"),
+    "outputs swapped": (lambda Q, K, V, mask=None: attention(Q, K, V, mask, swap=True), "swapped"),
+    "mask after softmax, not renormalised": (
+        lambda Q, K, V, mask=None: attention(Q, K, V, mask, after=True),
+        "applied after the softmax without renormalising"),
+    "mask inverted": (lambda Q, K, V, mask=None: attention(Q, K, V, None if mask is None else ~mask),
+                      "mask is inverted"),
+    "mask inverted, no empty-row fix": (
+        lambda Q, K, V, mask=None: attention(Q, K, V, None if mask is None else ~mask,
+                                             fix_empty=False), "mask is inverted"),
+    "masked scores set to 0": (lambda Q, K, V, mask=None: attention(Q, K, V, mask, fill=0.0,
+                                                                     fix_empty=False),
+                               "masked scores were set to 0"),
+    "-inf only: fully masked row NaN": (
+        lambda Q, K, V, mask=None: attention(Q, K, V, mask, fix_empty=False),
+        "a fully masked row is NaN"),
+    "-1e9: fully masked row uniform": (
+        lambda Q, K, V, mask=None: attention(Q, K, V, mask, fill=-1e9, fix_empty=False),
+        "fully masked row is not zero"),
+    "naive softmax inside": (lambda Q, K, V, mask=None: attention(Q, K, V, mask, soft=naive),
+                             "overflow to NaN on large scores"),
+    "out transposed": (lambda Q, K, V, mask=None: (attention(Q, K, V, mask)[0].T,
+                                                   attention(Q, K, V, mask)[1]), "out is transposed"),
+    "mask ignored": (lambda Q, K, V, mask=None: attention(Q, K, V), "the mask is ignored"),
+    "mask after softmax, renormalised (underflows)": (
+        lambda Q, K, V, mask=None: attention(Q, K, V, mask, after=True, renorm=True),
+        "then the rows renormalised"),
+}
+
+
+@pytest.mark.parametrize("name", sorted(ATTENTION_WRONG))
+def test_wrong_attention_gets_specific_message(name):
+    fn, message = ATTENTION_WRONG[name]
+    assert message in failing_message("scaled_dot_product_attention", fn)
+
+
+@pytest.mark.parametrize("name", sorted(ATTENTION_WRONG))
+def test_wrong_attention_fails_hidden_cases(name):
+    assert fails_hidden("scaled_dot_product_attention", ATTENTION_WRONG[name][0])
+
+
+def einsum_attention(Q, K, V, mask=None):
+    s = np.einsum("id,jd->ij", Q, K) / np.sqrt(Q.shape[-1])
+    if mask is not None:
+        s = np.where(mask, s, -np.inf)
+    m = np.max(s, axis=-1, keepdims=True)
+    m = np.where(np.isfinite(m), m, 0.0)
+    e = np.exp(s - m)
+    total = e.sum(axis=-1, keepdims=True)
+    w = np.divide(e, total, out=np.zeros_like(e), where=total > 0)
+    return np.einsum("ij,jd->id", w, V), w
+
+
+def loop_attention(Q, K, V, mask=None):
+    n_q, n_k = Q.shape[0], K.shape[0]
+    w = np.zeros((n_q, n_k))
+    for i in range(n_q):
+        allowed = [j for j in range(n_k) if mask is None or mask[i, j]]
+        if not allowed:
+            continue
+        s = {j: float(Q[i] @ K[j]) / np.sqrt(Q.shape[1]) for j in allowed}
+        top = max(s.values())
+        z = sum(np.exp(v - top) for v in s.values())
+        for j in allowed:
+            w[i, j] = np.exp(s[j] - top) / z
+    return w @ V, w
+
+
+def large_negative_then_zero(Q, K, V, mask=None):
+    s = Q @ K.T / np.sqrt(Q.shape[1])
+    if mask is None:
+        mask = np.ones(s.shape, dtype=bool)
+    w = stable(np.where(mask, s, -1e30))
+    w = np.where(mask.any(axis=-1, keepdims=True), w, 0.0)
+    return w @ V, w
+
+
+ATTENTION_RIGHT = {
+    "where -inf with empty-row fix": lambda Q, K, V, mask=None: attention(Q, K, V, mask),
+    "einsum and log-free stable softmax": einsum_attention,
+    "loops": loop_attention,
+    "large negative then zero empty rows": large_negative_then_zero,
+    "reference pieces": lambda Q, K, V, mask=None: (
+        lambda w: (w @ V, w))(reference.softmax(
+            np.where(True if mask is None else mask, reference.attention_scores(Q, K), -np.inf))),
+}
+
+
+@pytest.mark.parametrize("name", sorted(ATTENTION_RIGHT))
+def test_any_correct_attention_passes_and_is_kept(name, capsys):
+    assert passes_everywhere("scaled_dot_product_attention", ATTENTION_RIGHT[name], capsys)
+
+
+# ------------------------------------------------------------------ all three
+STUBS = {
+    "softmax": lambda x, axis=-1: (_ for _ in ()).throw(NotImplementedError("softmax")),
+    "causal_mask": lambda n: (_ for _ in ()).throw(NotImplementedError("causal_mask")),
+    "scaled_dot_product_attention": lambda Q, K, V, mask=None: (_ for _ in ()).throw(
+        NotImplementedError("scaled_dot_product_attention")),
+}
+
+
+@pytest.mark.parametrize("name", sorted(STUBS))
+def test_not_attempted_gives_notice_and_reference(name, capsys):
+    assert check(name, STUBS[name]) is getattr(reference, name)
+    assert "not attempted yet" in capsys.readouterr().out
+
+
+def test_attention_cases_include_a_fully_masked_query_row():
+    for hidden in (False, True):
+        cases = EXERCISES["scaled_dot_product_attention"].cases(hidden)
+        masks = [c.kwargs["mask"] for c in cases if "mask" in c.kwargs]
+        assert any((~m).all(axis=-1).any() for m in masks)
+
+
+def test_softmax_cases_never_ask_for_an_all_minus_inf_row():
+    for hidden in (False, True):
+        for case in EXERCISES["softmax"].cases(hidden):
+            x = np.moveaxis(case.args[0], case.kwargs.get("axis", -1), -1)
+            assert not np.isneginf(x).all(axis=-1).any()
