@@ -13,6 +13,12 @@ is its solution with:
 - every output and execution count cleared;
 - ``metadata.course`` stamped with the lesson, its exercises and ``"role": "student"``
   (the grader reads it to recognise a submission's lesson).
+
+Both versions open the same way, written from the one repository address in
+:mod:`helpers.course`: an "Open in Colab" badge in the first markdown cell (opening
+that very notebook) and the setup cell as the first code cell. ``main`` refreshes
+them in ``solutions/`` (in place, only where they differ) before it writes
+``notebooks/``, so changing the address is: edit ``helpers/course.py``, ``make student``.
 """
 
 import argparse
@@ -22,6 +28,8 @@ import sys
 from pathlib import Path
 
 import nbformat
+
+from helpers import course
 
 BEGIN = "### BEGIN SOLUTION"
 END = "### END SOLUTION"
@@ -111,11 +119,59 @@ def make_student(solution, lesson):
     return nb
 
 
+_BADGE = re.compile(r"^\[!\[Open In Colab\]\([^)]*\)\]\([^)]*\)[ \t]*$", re.MULTILINE)
+
+
+def refresh_front_matter(nb, path):
+    """Write the Colab badge and the setup cell into ``nb`` (in place); return ``nb``.
+
+    Parameters
+    ----------
+    nb : nbformat.NotebookNode
+    path : str
+        The notebook's path inside the repository, e.g. ``"notebooks/01_qkv_projections.ipynb"``:
+        the badge opens that file in Colab.
+
+    The badge goes into the first markdown cell, replacing an existing badge line or,
+    if there is none, right after the cell's first line (the lesson's title). The
+    setup cell is the first code cell when it starts with the setup comment; its
+    source is replaced. Otherwise a setup cell is inserted before the first code cell.
+    """
+    badge = course.colab_badge(path)
+    first_code = next((i for i, c in enumerate(nb.cells) if c.cell_type == "code"), len(nb.cells))
+    markdown = next((c for c in nb.cells[:first_code] if c.cell_type == "markdown"), None)
+    if markdown is None:
+        nb.cells.insert(0, nbformat.v4.new_markdown_cell(badge))
+        nb.cells[0]["id"] = "colab-badge"
+        first_code += 1
+    elif _BADGE.search(markdown.source):
+        markdown.source = _BADGE.sub(lambda _: badge, markdown.source, count=1)
+    else:
+        title, _, rest = markdown.source.partition("\n")
+        markdown.source = f"{title}\n\n{badge}" + (f"\n\n{rest.lstrip(chr(10))}" if rest.strip() else "")
+    setup = course.setup_cell_source()
+    if first_code < len(nb.cells) and nb.cells[first_code].source.startswith("# Setup"):
+        nb.cells[first_code].source = setup
+    else:
+        cell = nbformat.v4.new_code_cell(setup)
+        cell["id"] = "setup"
+        nb.cells.insert(first_code, cell)
+    return nb
+
+
 def student_text(solution_path):
     """The exact text of the student notebook generated from ``solution_path``."""
     solution = nbformat.read(str(solution_path), as_version=4)
     student = make_student(solution, Path(solution_path).stem)
+    refresh_front_matter(student, f"notebooks/{Path(solution_path).name}")
     return nbformat.writes(student) + "\n"
+
+
+def refreshed_solution_text(solution_path):
+    """The text of ``solution_path`` with its badge and setup cell refreshed."""
+    solution = nbformat.read(str(solution_path), as_version=4)
+    refresh_front_matter(solution, f"solutions/{Path(solution_path).name}")
+    return nbformat.writes(solution) + "\n"
 
 
 def main(argv=None):
@@ -124,10 +180,17 @@ def main(argv=None):
     parser.add_argument("--solutions", type=Path, default=ROOT / "solutions")
     parser.add_argument("--notebooks", type=Path, default=ROOT / "notebooks")
     parser.add_argument("--check", action="store_true",
-                        help="write nothing; exit 1 if a student notebook is missing or out of date")
+                        help="write nothing; exit 1 if a student notebook is missing or out of date, "
+                             "or a solution's badge or setup cell is")
     args = parser.parse_args(argv)
     stale = []
     for path in sorted(args.solutions.glob("*.ipynb")):
+        text, current = refreshed_solution_text(path), path.read_text(encoding="utf-8")
+        if text != current:
+            stale.append(path)
+            if not args.check:
+                path.write_text(text, encoding="utf-8")
+                print(f"refreshed the Colab badge and setup cell of {path}")
         target = args.notebooks / path.name
         text = student_text(path)
         current = target.read_text(encoding="utf-8") if target.exists() else None

@@ -1,0 +1,88 @@
+"""Where the course lives: its repository address, kept in this ONE place.
+
+Every notebook's "Open in Colab" badge and its setup cell are written from
+:data:`REPOSITORY` by ``python -m helpers.instructor.student`` (``make student``).
+To move the course, change the address here, run ``make student`` and commit
+``solutions/`` and ``notebooks/``; ``tests/test_colab_setup.py`` fails if any
+notebook still carries an old address.
+
+This module uses the standard library only: it must import anywhere.
+"""
+
+#: The public Git repository of the course (GitHub: the Colab and Binder links need it).
+REPOSITORY = "https://github.com/attention-course/self-attention-multi-head"
+#: The branch that the badges open.
+BRANCH = "main"
+
+COLAB_BADGE_IMAGE = "https://colab.research.google.com/assets/colab-badge.svg"
+BINDER_BADGE_IMAGE = "https://mybinder.org/badge_logo.svg"
+
+
+def github_path(repository=REPOSITORY):
+    """``"owner/name"`` of a GitHub address: ``https://github.com/a/b`` -> ``"a/b"``."""
+    prefix = "https://github.com/"
+    address = repository.rstrip("/")
+    if address.endswith(".git"):
+        address = address[:-4]
+    if not address.startswith(prefix) or address[len(prefix):].count("/") != 1:
+        raise ValueError(f"repository: expected https://github.com/OWNER/NAME, got {repository!r}")
+    return address[len(prefix):]
+
+
+def folder_name(repository=REPOSITORY):
+    """The folder a ``git clone`` of the repository creates: its last path part."""
+    name = repository.rstrip("/").rsplit("/", 1)[-1]
+    return name[:-4] if name.endswith(".git") else name
+
+
+def colab_url(path, repository=REPOSITORY, branch=BRANCH):
+    """The Colab address that opens ``path`` (e.g. ``"notebooks/01_qkv_projections.ipynb"``)."""
+    return f"https://colab.research.google.com/github/{github_path(repository)}/blob/{branch}/{path}"
+
+
+def colab_badge(path, repository=REPOSITORY, branch=BRANCH):
+    """Markdown for an "Open In Colab" badge that opens ``path``."""
+    return f"[![Open In Colab]({COLAB_BADGE_IMAGE})]({colab_url(path, repository, branch)})"
+
+
+def binder_url(path="notebooks", repository=REPOSITORY, branch=BRANCH):
+    """The Binder address that opens JupyterLab on ``path`` (a folder or a notebook)."""
+    return f"https://mybinder.org/v2/gh/{github_path(repository)}/{branch}?urlpath=lab/tree/{path}"
+
+
+def binder_badge(path="notebooks", repository=REPOSITORY, branch=BRANCH):
+    """Markdown for a "Launch Binder" badge."""
+    return f"[![Binder]({BINDER_BADGE_IMAGE})]({binder_url(path, repository, branch)})"
+
+
+SETUP_MARKER = "# Setup: make the course's `helpers` package importable"
+
+_SETUP_CELL = '''\
+# Setup: make the course's `helpers` package importable: in a checkout of the course
+# (with or without `pip install -e .`), on Binder, and in Google Colab.
+import sys
+from pathlib import Path
+
+COURSE_REPOSITORY = "{repository}"
+
+if "google.colab" in sys.modules:
+    # Colab: fetch the course once (a shallow git clone) and use Colab's own numpy,
+    # matplotlib and ipywidgets: nothing is installed.
+    course = Path.cwd() / "{folder}"
+    if not (course / "helpers" / "__init__.py").exists():
+        import subprocess
+        subprocess.run(["git", "clone", "--depth", "1", "--quiet", COURSE_REPOSITORY, str(course)],
+                       check=True)
+    if str(course) not in sys.path:
+        sys.path.insert(0, str(course))
+else:
+    for folder in [Path.cwd(), *Path.cwd().parents]:
+        if (folder / "helpers" / "__init__.py").exists():
+            if str(folder) not in sys.path:
+                sys.path.insert(0, str(folder))
+            break'''
+
+
+def setup_cell_source(repository=REPOSITORY):
+    """The source of the setup cell that opens every lesson (its first code cell)."""
+    return _SETUP_CELL.format(repository=repository, folder=folder_name(repository))
