@@ -67,3 +67,83 @@ def heatmap(M, row_labels=None, col_labels=None, *, ax=None, title="", xlabel=""
     if colorbar:
         ax.figure.colorbar(image, ax=ax, fraction=0.046, pad=0.04)
     return image
+
+
+def head_grid(num_heads):
+    """``(rows, cols)`` of the tiles :func:`head_maps` uses for ``num_heads`` maps.
+
+    Up to 4 maps side by side; up to 8 heads in rows of 4; more in rows of 8.
+    """
+    if isinstance(num_heads, bool) or not isinstance(num_heads, (int, np.integer)) or num_heads < 1:
+        raise ValueError(f"head_grid: num_heads must be a positive int, got {num_heads!r}")
+    cols = min(int(num_heads), 4 if num_heads <= 8 else 8)
+    return -(-int(num_heads) // cols), cols
+
+
+def head_maps(weights, tokens=None, *, ax=None, title="", gap=1):
+    """Draw every head's attention map as tiles of ONE image (fast for many heads).
+
+    Parameters
+    ----------
+    weights : ndarray, shape (num_heads, n_q, n_k)
+        One attention map per head, entries in [0, 1].
+    tokens : list of str, optional
+        Token labels; written on the axes of the outer tiles when there are at
+        most 8 heads (beyond that the tiles are too small to read them).
+    ax : matplotlib Axes, optional
+        Where to draw; a new figure if omitted.
+    gap : int
+        Empty cells between tiles (drawn white); one more between rows of titled tiles.
+
+    Returns
+    -------
+    matplotlib.image.AxesImage
+        Its array is the mosaic: head k's map sits at tile ``divmod(k, cols)``
+        (see :func:`head_grid`), the gaps are masked.
+    """
+    W = np.asarray(weights, dtype=float)
+    if W.ndim != 3:
+        raise ValueError(f"head_maps: weights must be (num_heads, n_q, n_k), got shape {W.shape}")
+    h, n_q, n_k = W.shape
+    if tokens is not None and (n_q != n_k or len(tokens) != n_q):
+        raise ValueError(f"head_maps: {len(tokens)} tokens for maps of shape {(n_q, n_k)}")
+    rows, cols = head_grid(h)
+    row_gap = gap + 1 if h <= 16 else gap       # room for the "head k" titles
+    mosaic = np.full((rows * (n_q + row_gap) - row_gap, cols * (n_k + gap) - gap), np.nan)
+    for k in range(h):
+        r, c = divmod(k, cols)
+        top, left = r * (n_q + row_gap), c * (n_k + gap)
+        mosaic[top:top + n_q, left:left + n_k] = W[k]
+    if ax is None:
+        _, ax = plt.subplots(figsize=(1.5 + 1.6 * cols, 0.8 + 1.6 * rows))
+    cmap = plt.get_cmap(SEQUENTIAL).with_extremes(bad="white")
+    image = ax.imshow(np.ma.masked_invalid(mosaic), cmap=cmap, vmin=0.0, vmax=1.0,
+                      interpolation="nearest")
+    # Text is what makes a figure slow to draw, so label sparingly: tile titles for up
+    # to 16 heads (row titles beyond), token names only while the tiles are large.
+    ax.set_xticks([])
+    ax.set_yticks([])
+    if h <= 16:
+        for k in range(h):
+            r, c = divmod(k, cols)
+            ax.text(c * (n_k + gap) + (n_k - 1) / 2, r * (n_q + row_gap) - 0.7, f"head {k}",
+                    ha="center", va="bottom", fontsize=9 if h <= 8 else 7)
+    else:
+        ax.set_yticks([r * (n_q + row_gap) + (n_q - 1) / 2 for r in range(rows)],
+                      labels=[f"heads {r * cols}-{min(h, (r + 1) * cols) - 1}"
+                              for r in range(rows)], fontsize=7)
+        ax.tick_params(length=0)
+    if tokens is not None and h <= 8:
+        ax.set_yticks([r * (n_q + row_gap) + i for r in range(rows) for i in range(n_q)],
+                      labels=list(tokens) * rows, fontsize=7)
+        x_tiles = cols if h <= 2 else 1     # beyond 2 heads, only the bottom-left tile
+        ax.set_xticks([c * (n_k + gap) + j for c in range(x_tiles) for j in range(n_k)],
+                      labels=list(tokens) * x_tiles, fontsize=7, rotation=90)
+    for side in ax.spines.values():
+        side.set_visible(False)
+    ax.set_title(title, pad=14)
+    ax.set_xlabel("key token j (each tile: one head's map)")
+    ax.set_ylabel("query token i")
+    ax.figure.colorbar(image, ax=ax, fraction=0.03, pad=0.02, ticks=[0, 0.5, 1], panchor=False,
+                       label="attention weight")
+    return image

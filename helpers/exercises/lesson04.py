@@ -1,3 +1,238 @@
-"""Exercises of this lesson: not written yet."""
+"""Lesson 04 exercises: ``split_heads``, ``merge_heads``, ``multi_head_attention``.
 
-EXERCISES = []
+How the cases tell the mistakes apart:
+
+- the number of tokens ``n``, the number of heads ``h`` and the head size ``d_head``
+  are all different in the first case of each exercise (3 tokens, 2 heads of 4), so a
+  reshape without a transpose keeps the right shape but scrambles the values, and an
+  axis left in the wrong place gives a shape of its own;
+- ``multi_head_attention``'s first case has several heads (3 heads of 4, d_model = 12),
+  so scaling by sqrt(d_model) differs from sqrt(d_head), the averaged map differs
+  from every single head's map, and a random ``W_o`` makes leaving it out visible;
+- a case with one head (where every split is the identity) and one with ``d_head = 1``
+  come later: they catch code that only works for the first shapes;
+- one case passes a causal mask, to catch a mask that is not passed on to the heads.
+
+The mistakes are written out here with the reference's building blocks; the tests
+(``tests/test_checks_lesson04.py``) feed the checks independently written wrong
+versions and assert these messages.
+"""
+
+import numpy as np
+
+from .. import reference
+from ..checking import Case, Exercise, Mistake
+
+
+# ------------------------------------------------------------------- split_heads
+def _split_case(rng, n, d_model, num_heads, label):
+    X = rng.standard_normal((n, d_model))
+    return Case((X, num_heads), label=f"{label}: X {X.shape}, num_heads={num_heads}")
+
+
+def split_cases(rng, hidden):
+    shapes = [  # (n, d_model, num_heads)
+        (3, 8, 2, "3 tokens, 2 heads of 4"),
+        (5, 12, 3, "5 tokens, 3 heads of 4"),
+        (4, 6, 6, "6 heads of size 1"),
+        (2, 5, 1, "one head"),
+        (1, 8, 4, "a single token"),
+        (10, 64, 8, "10 tokens, 8 heads of 8"),
+    ]
+    if hidden:
+        shapes = [(4, 10, 2, "4 tokens, 2 heads of 5"), (6, 9, 3, "6 tokens, 3 heads of 3"),
+                  (3, 4, 4, "4 heads of size 1"), (5, 3, 1, "one head"),
+                  (1, 6, 2, "a single token"), (7, 32, 4, "7 tokens, 4 heads of 8")]
+    return [_split_case(rng, *shape) for shape in shapes]
+
+
+def _dims(X, num_heads):
+    n, d_model = X.shape
+    return n, d_model // num_heads
+
+
+SPLIT_MISTAKES = [
+    Mistake("the heads were reshaped without transposing: reshaping (n, d_model) straight to "
+            "(num_heads, n, d_head) cuts the row-major data in order, so a 'head' gets pieces of "
+            "several tokens (head 0's second row is token 0's second block of columns). "
+            "Cut each token's row into heads first, then bring the head axis to the front "
+            "(section 3).",
+            lambda X, h: X.reshape(h, _dims(X, h)[0], _dims(X, h)[1])),
+    Mistake("the result has shape (n, num_heads, d_head): the columns are cut into heads, but "
+            "the head axis must come first, (num_heads, n, d_head). Move it to the front.",
+            lambda X, h: X.reshape(_dims(X, h)[0], h, _dims(X, h)[1])),
+    Mistake("head i got every num_heads-th column (i, i + num_heads, ...) instead of one "
+            "contiguous block of columns i*d_head : (i+1)*d_head. Cut each row into "
+            "(num_heads, d_head), in that order.",
+            lambda X, h: X.reshape(_dims(X, h)[0], _dims(X, h)[1], h).transpose(2, 0, 1)),
+    Mistake("each head came out transposed, (num_heads, d_head, n): a head must keep one row "
+            "per token, (num_heads, n, d_head).",
+            lambda X, h: X.reshape(_dims(X, h)[0], h, _dims(X, h)[1]).transpose(1, 2, 0)),
+]
+
+
+# ------------------------------------------------------------------- merge_heads
+def _merge_case(rng, num_heads, n, d_head, label):
+    H = rng.standard_normal((num_heads, n, d_head))
+    return Case((H,), label=f"{label}: H {H.shape}")
+
+
+def merge_cases(rng, hidden):
+    shapes = [  # (num_heads, n, d_head)
+        (2, 3, 4, "2 heads, 3 tokens, d_head 4"),
+        (3, 5, 2, "3 heads, 5 tokens, d_head 2"),
+        (6, 4, 1, "6 heads of size 1"),
+        (1, 2, 5, "one head"),
+        (4, 1, 2, "a single token"),
+        (8, 10, 8, "8 heads, 10 tokens, d_head 8"),
+    ]
+    if hidden:
+        shapes = [(2, 4, 5, "2 heads, 4 tokens, d_head 5"), (3, 6, 3, "3 heads, 6 tokens"),
+                  (4, 3, 1, "4 heads of size 1"), (1, 5, 3, "one head"),
+                  (2, 1, 3, "a single token"), (4, 7, 8, "4 heads, 7 tokens, d_head 8")]
+    return [_merge_case(rng, *shape) for shape in shapes]
+
+
+MERGE_MISTAKES = [
+    Mistake("the heads were merged without transposing: reshaping (num_heads, n, d_head) "
+            "straight to (n, d_model) reads the heads in order, so a token's row gets pieces "
+            "of other tokens. Bring the token axis to the front first, then join each "
+            "token's heads side by side (section 3, read backwards).",
+            lambda H: H.reshape(H.shape[1], H.shape[0] * H.shape[2])),
+    Mistake("the result has shape (n, num_heads, d_head): the axes are in the right order, "
+            "but each token's heads must still be joined into one row of num_heads * d_head.",
+            lambda H: H.transpose(1, 0, 2)),
+    Mistake("the heads were stacked under each other, (num_heads * n, d_head). They go side "
+            "by side: one row per token, head 0's columns first, then head 1's, ...",
+            lambda H: np.concatenate(list(H), axis=0)),
+    Mistake("the heads' columns were interleaved (head 0's first column, head 1's first "
+            "column, ...). Each head must keep one contiguous block: columns "
+            "i*d_head : (i+1)*d_head belong to head i.",
+            lambda H: H.transpose(1, 2, 0).reshape(H.shape[1], H.shape[0] * H.shape[2])),
+]
+
+
+# ---------------------------------------------------------- multi_head_attention
+def _mha_case(rng, n, d_model, num_heads, label, masked=False):
+    X = rng.standard_normal((n, d_model))
+    W_q, W_k, W_v, W_o = (rng.standard_normal((d_model, d_model)) for _ in range(4))
+    kwargs = {"mask": reference.causal_mask(n)} if masked else {}
+    label = f"{label}: X {X.shape}, four ({d_model}, {d_model}) weights, num_heads={num_heads}"
+    return Case((X, W_q, W_k, W_v, W_o, num_heads), kwargs,
+                label + (", causal mask" if masked else ""))
+
+
+def mha_cases(rng, hidden):
+    shapes = [  # (n, d_model, num_heads, label, masked)
+        (5, 12, 3, "3 heads of 4", False),
+        (4, 8, 2, "2 heads of 4", False),
+        (6, 8, 8, "8 heads of size 1", False),
+        (3, 6, 1, "one head", False),
+        (5, 12, 4, "4 heads of 3", True),
+        (1, 4, 2, "a single token", False),
+    ]
+    if hidden:
+        shapes = [(6, 10, 2, "2 heads of 5", False), (3, 9, 3, "3 heads of 3", False),
+                  (4, 4, 4, "4 heads of size 1", False), (5, 5, 1, "one head", False),
+                  (7, 16, 4, "4 heads of 4", True), (1, 6, 3, "a single token", False)]
+    return [_mha_case(rng, *shape) for shape in shapes]
+
+
+def _split_no_transpose(A, h):
+    n, d_model = A.shape
+    return A.reshape(h, n, d_model // h)
+
+
+def _merge_no_transpose(H):
+    h, n, d_head = H.shape
+    return H.reshape(n, h * d_head)
+
+
+def _mha(X, W_q, W_k, W_v, W_o, h, mask=None, *, split=None, merge=None, scale="d_head",
+         use_mask=True, use_W_o=True, W_o_T=False, weights_out="all"):
+    """Multi-head attention with one thing (or more) done wrong, for the mistakes below."""
+    split = split or reference.split_heads
+    merge = merge or reference.merge_heads
+    d_model = X.shape[-1]
+    Qh, Kh, Vh = (split(X @ W, h) for W in (W_q, W_k, W_v))          # (h, n, d_head)
+    d = {"d_head": np.sqrt(d_model // h), "d_model": np.sqrt(d_model), "none": 1.0,
+         "d_head plain": d_model // h}[scale]
+    scores = Qh @ np.swapaxes(Kh, -1, -2) / d                          # (h, n, n)
+    if mask is not None and use_mask:
+        scores = np.where(mask, scores, -np.inf)
+    weights = reference.softmax(scores, axis=-1)
+    out = merge(weights @ Vh)                                          # (n, d_model)
+    if use_W_o:
+        out = out @ (W_o.T if W_o_T else W_o)
+    if weights_out == "mean":
+        weights = weights.mean(axis=0)
+    elif weights_out == "last":
+        weights = weights[-1]
+    return out, weights
+
+
+MHA_MISTAKES = [
+    Mistake("W_o was left out: after the heads are merged back to (n, d_model), the result "
+            "must still be multiplied by W_o, which mixes what the heads found.",
+            lambda *a, mask=None: _mha(*a, mask, use_W_o=False)),
+    Mistake("the scores were scaled by sqrt(d_model) instead of sqrt(d_head). Each head takes "
+            "dot products of vectors of size d_head = d_model // num_heads, so that is the "
+            "size whose square root divides its scores.",
+            lambda *a, mask=None: _mha(*a, mask, scale="d_model")),
+    Mistake("the scores were not scaled: in every head divide Q_h @ K_h.T by sqrt(d_head).",
+            lambda *a, mask=None: _mha(*a, mask, scale="none")),
+    Mistake("the scores were divided by d_head instead of sqrt(d_head).",
+            lambda *a, mask=None: _mha(*a, mask, scale="d_head plain")),
+    Mistake("the weights were averaged over the heads, giving one (n, n) map. Return every "
+            "head's own map: weights of shape (num_heads, n, n).",
+            lambda *a, mask=None: _mha(*a, mask, weights_out="mean")),
+    Mistake("only one head's weights (the last) were returned. Return every head's own map: "
+            "weights of shape (num_heads, n, n).",
+            lambda *a, mask=None: _mha(*a, mask, weights_out="last")),
+    Mistake("the heads were split without transposing (a reshape straight to "
+            "(num_heads, n, d_head)), so each head mixes pieces of several tokens. "
+            "Use split_heads.",
+            lambda *a, mask=None: _mha(*a, mask, split=_split_no_transpose)),
+    Mistake("the heads were merged without transposing (a reshape straight from "
+            "(num_heads, n, d_head) to (n, d_model)), so a token's output row holds pieces of "
+            "other tokens. Use merge_heads.",
+            lambda *a, mask=None: _mha(*a, mask, merge=_merge_no_transpose)),
+    Mistake("the heads were reshaped without transposing, both when splitting and when "
+            "merging: the two scrambles undo each other's shapes, but each 'head' attended "
+            "over pieces of several tokens. Use split_heads and merge_heads.",
+            lambda *a, mask=None: _mha(*a, mask, split=_split_no_transpose,
+                                       merge=_merge_no_transpose)),
+    Mistake("the mask was ignored: pass it on to the attention of every head (with a causal "
+            "mask, no token may attend to a later one).",
+            lambda *a, mask=None: _mha(*a, mask, use_mask=False)),
+    Mistake("W_o was used transposed: the merged heads (n, d_model) are multiplied by W_o "
+            "as it is.",
+            lambda *a, mask=None: _mha(*a, mask, W_o_T=True)),
+]
+
+EXERCISES = [
+    Exercise(
+        name="split_heads",
+        lesson="04_multi_head",
+        reference=reference.split_heads,
+        make_cases=split_cases,
+        mistakes=SPLIT_MISTAKES,
+    ),
+    Exercise(
+        name="merge_heads",
+        lesson="04_multi_head",
+        reference=reference.merge_heads,
+        make_cases=merge_cases,
+        mistakes=MERGE_MISTAKES,
+    ),
+    Exercise(
+        name="multi_head_attention",
+        lesson="04_multi_head",
+        reference=reference.multi_head_attention,
+        make_cases=mha_cases,
+        mistakes=MHA_MISTAKES,
+        outputs=("out", "weights"),
+        rtol=1e-6,
+        atol=1e-8,
+    ),
+]

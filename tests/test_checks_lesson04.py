@@ -1,0 +1,246 @@
+"""The lesson 04 checks (split_heads, merge_heads, multi_head_attention).
+
+Wrong versions are written here the way a learner might write them (loops, np.split,
+plain reshapes), independently of the mistake catalogue in helpers/exercises/lesson04.py;
+each must get its specific message. Correct versions written in other ways must pass.
+"""
+
+import numpy as np
+import pytest
+
+from helpers import reference
+from helpers.checking import ExerciseError, evaluate
+from helpers.checks import check
+from helpers.exercises import lesson04
+
+NAMES = ["split_heads", "merge_heads", "multi_head_attention"]
+
+
+# ---------------------------------------------------------------- split_heads
+def _d_head(X, h):
+    return X.shape[1] // h
+
+
+SPLIT_WRONG = {
+    "reshape without transpose": (
+        lambda X, h: np.reshape(X, (h, -1, _d_head(X, h))), "reshaped without transposing"),
+    "head axis not moved to the front": (
+        lambda X, h: X.reshape(len(X), h, -1), "the head axis must come first"),
+    "every h-th column": (
+        lambda X, h: np.stack([X[:, i::h] for i in range(h)]), "every num_heads-th column"),
+    "heads transposed": (
+        lambda X, h: np.stack(np.split(X.T, h)), "each head came out transposed"),
+    "no return": (lambda X, h: None, "is None"),
+    "crashes": (lambda X, h: X.reshape(len(X), h, 64).transpose(1, 0, 2), "raised ValueError"),
+}
+
+SPLIT_RIGHT = {
+    "reshape and transpose": lambda X, h: X.reshape(len(X), h, -1).transpose(1, 0, 2),
+    "np.split and stack": lambda X, h: np.stack(np.split(X, h, axis=1)),
+    "loop over column slices": lambda X, h: np.array(
+        [X[:, i * _d_head(X, h):(i + 1) * _d_head(X, h)] for i in range(h)]),
+    "list of heads": lambda X, h: [X[:, i * _d_head(X, h):(i + 1) * _d_head(X, h)] for i in range(h)],
+    "transpose X first": lambda X, h: X.T.reshape(h, _d_head(X, h), len(X)).transpose(0, 2, 1),
+    "einsum": lambda X, h: np.einsum("nhd->hnd", X.reshape(len(X), h, -1)),
+}
+
+
+# ---------------------------------------------------------------- merge_heads
+MERGE_WRONG = {
+    "reshape without transpose": (
+        lambda H: np.reshape(H, (H.shape[1], -1)), "merged without transposing"),
+    "no reshape": (lambda H: np.swapaxes(H, 0, 1), "must still be joined into one row"),
+    "stacked under each other": (lambda H: np.vstack(H), "stacked under each other"),
+    "interleaved columns": (
+        lambda H: np.stack([H[:, i, :].T.ravel() for i in range(H.shape[1])]), "interleaved"),
+    "no return": (lambda H: None, "is None"),
+}
+
+MERGE_RIGHT = {
+    "transpose and reshape": lambda H: H.transpose(1, 0, 2).reshape(H.shape[1], -1),
+    "concatenate side by side": lambda H: np.concatenate(list(H), axis=1),
+    "hstack": lambda H: np.hstack(H),
+    "loop over tokens": lambda H: np.array([np.concatenate([head[i] for head in H])
+                                            for i in range(H.shape[1])]),
+    "einsum": lambda H: np.einsum("hnd->nhd", H).reshape(H.shape[1], -1),
+}
+
+
+# ------------------------------------------------------- multi_head_attention
+def _softmax_rows(S):
+    S = S - S.max(axis=-1, keepdims=True)
+    E = np.exp(S)
+    return E / E.sum(axis=-1, keepdims=True)
+
+
+def mha_loop(X, W_q, W_k, W_v, W_o, h, mask=None, *, scale="d_head", use_mask=True,
+             use_W_o=True, weights_out="all", W_o_T=False):
+    """Multi-head attention as a loop over heads with column slices (optionally wrong)."""
+    d_model = X.shape[1]
+    d_head = d_model // h
+    Q, K, V = X @ W_q, X @ W_k, X @ W_v
+    outs, maps = [], []
+    for i in range(h):
+        c = slice(i * d_head, (i + 1) * d_head)
+        S = Q[:, c] @ K[:, c].T
+        S = S / {"d_head": np.sqrt(d_head), "d_model": np.sqrt(d_model), "none": 1.0}[scale]
+        if mask is not None and use_mask:
+            S = np.where(mask, S, -1e30)
+        A = _softmax_rows(S)
+        outs.append(A @ V[:, c])
+        maps.append(A)
+    out = np.concatenate(outs, axis=1)
+    if use_W_o:
+        out = out @ (W_o.T if W_o_T else W_o)
+    maps = np.array(maps)
+    if weights_out == "mean":
+        maps = sum(maps) / h
+    elif weights_out == "last":
+        maps = maps[-1]
+    return out, maps
+
+
+def mha_reshapes(X, W_q, W_k, W_v, W_o, h, mask=None, *, split_T=True, merge_T=True):
+    """Multi-head attention with plain reshapes, optionally without the transposes."""
+    n, d_model = X.shape
+    d_head = d_model // h
+
+    def split(A):
+        return A.reshape(n, h, d_head).transpose(1, 0, 2) if split_T else A.reshape(h, n, d_head)
+
+    Qh, Kh, Vh = split(X @ W_q), split(X @ W_k), split(X @ W_v)
+    S = Qh @ Kh.transpose(0, 2, 1) / np.sqrt(d_head)
+    if mask is not None:
+        S = np.where(mask, S, -1e30)
+    A = _softmax_rows(S)
+    O = A @ Vh
+    merged = O.transpose(1, 0, 2).reshape(n, d_model) if merge_T else O.reshape(n, d_model)
+    return merged @ W_o, A
+
+
+MHA_WRONG = {
+    "W_o left out": (lambda *a, mask=None: mha_loop(*a, mask, use_W_o=False), "W_o was left out"),
+    "scaled by sqrt(d_model)": (lambda *a, mask=None: mha_loop(*a, mask, scale="d_model"),
+                                "scaled by sqrt(d_model) instead of sqrt(d_head)"),
+    "not scaled": (lambda *a, mask=None: mha_loop(*a, mask, scale="none"), "were not scaled"),
+    "weights averaged over heads": (lambda *a, mask=None: mha_loop(*a, mask, weights_out="mean"),
+                                    "averaged over the heads"),
+    "last head's weights only": (lambda *a, mask=None: mha_loop(*a, mask, weights_out="last"),
+                                 "only one head's weights"),
+    "split without transpose": (lambda *a, mask=None: mha_reshapes(*a, mask, split_T=False),
+                                "split without transposing"),
+    "merge without transpose": (lambda *a, mask=None: mha_reshapes(*a, mask, merge_T=False),
+                                "merged without transposing"),
+    "split and merge without transpose": (
+        lambda *a, mask=None: mha_reshapes(*a, mask, split_T=False, merge_T=False),
+        "both when splitting and when merging"),
+    "mask ignored": (lambda *a, mask=None: mha_loop(*a, mask, use_mask=False), "mask was ignored"),
+    "W_o transposed": (lambda *a, mask=None: mha_loop(*a, mask, W_o_T=True), "W_o was used transposed"),
+}
+
+
+def _mha_heads_axis(X, W_q, W_k, W_v, W_o, h, mask=None):
+    """Right, with np.split / concatenate and lesson 03's attention on a head axis."""
+    Qh, Kh, Vh = (np.stack(np.split(X @ W, h, axis=1)) for W in (W_q, W_k, W_v))
+    out, weights = reference.scaled_dot_product_attention(Qh, Kh, Vh, mask=mask)
+    return np.concatenate(list(out), axis=1) @ W_o, weights
+
+
+def _mha_einsum(X, W_q, W_k, W_v, W_o, h, mask=None):
+    n, d_model = X.shape
+    d_head = d_model // h
+    Qh, Kh, Vh = (np.einsum("nhd->hnd", (X @ W).reshape(n, h, d_head)) for W in (W_q, W_k, W_v))
+    S = np.einsum("hid,hjd->hij", Qh, Kh) / np.sqrt(d_head)
+    if mask is not None:
+        S = np.where(mask, S, -np.inf)
+    A = _softmax_rows(S)
+    return np.einsum("hij,hjd->ihd", A, Vh).reshape(n, d_model) @ W_o, A
+
+
+MHA_RIGHT = {
+    "loop over heads": lambda *a, mask=None: mha_loop(*a, mask),
+    "reshape and transpose": lambda *a, mask=None: mha_reshapes(*a, mask),
+    "np.split and a head axis": _mha_heads_axis,
+    "einsum": _mha_einsum,
+    "reference helpers": lambda X, W_q, W_k, W_v, W_o, h, mask=None: (
+        reference.merge_heads(reference.scaled_dot_product_attention(
+            reference.split_heads(X @ W_q, h), reference.split_heads(X @ W_k, h),
+            reference.split_heads(X @ W_v, h), mask)[0]) @ W_o,
+        reference.scaled_dot_product_attention(
+            reference.split_heads(X @ W_q, h), reference.split_heads(X @ W_k, h),
+            reference.split_heads(X @ W_v, h), mask)[1]),
+}
+
+
+WRONG = {"split_heads": SPLIT_WRONG, "merge_heads": MERGE_WRONG, "multi_head_attention": MHA_WRONG}
+RIGHT = {"split_heads": SPLIT_RIGHT, "merge_heads": MERGE_RIGHT, "multi_head_attention": MHA_RIGHT}
+
+
+@pytest.mark.parametrize("name, case", [(n, c) for n in NAMES for c in sorted(WRONG[n])])
+def test_wrong_version_gets_its_specific_message(name, case):
+    fn, message = WRONG[name][case]
+    with pytest.raises(ExerciseError) as info:
+        check(name, fn)
+    assert message in str(info.value)
+
+
+@pytest.mark.parametrize("name, case", [(n, c) for n in NAMES for c in sorted(RIGHT[n])])
+def test_any_correct_version_passes_and_is_kept(name, case, capsys):
+    fn = RIGHT[name][case]
+    assert check(name, fn) is fn
+    assert "passed all" in capsys.readouterr().out
+
+
+@pytest.mark.parametrize("name, case", [(n, c) for n in NAMES for c in sorted(RIGHT[n])])
+def test_any_correct_version_passes_the_hidden_cases(name, case):
+    exercise = lesson04.EXERCISES[NAMES.index(name)]
+    report = evaluate(exercise, RIGHT[name][case], exercise.cases(hidden=True))
+    assert report.ok, report.failures
+
+
+@pytest.mark.parametrize("name, case", [(n, c) for n in NAMES for c in sorted(WRONG[n])])
+def test_wrong_version_fails_the_hidden_cases_with_the_same_message(name, case):
+    fn, message = WRONG[name][case]
+    exercise = lesson04.EXERCISES[NAMES.index(name)]
+    report = evaluate(exercise, fn, exercise.cases(hidden=True), stop_at_first_failure=True)
+    assert report.failures and message in report.failures[0]
+
+
+def _mistakes():
+    return [(e.name, i) for e in lesson04.EXERCISES for i in range(len(e.mistakes))]
+
+
+@pytest.mark.parametrize("hidden", [False, True])
+@pytest.mark.parametrize("name, index", _mistakes())
+def test_every_catalogued_mistake_is_told_apart_from_the_others(name, index, hidden):
+    exercise = lesson04.EXERCISES[NAMES.index(name)]
+    mistake = exercise.mistakes[index]
+    report = evaluate(exercise, mistake.fn, exercise.cases(hidden), stop_at_first_failure=True)
+    assert report.failures and mistake.message in report.failures[0]
+
+
+@pytest.mark.parametrize("hidden", [False, True])
+@pytest.mark.parametrize("name", NAMES)
+def test_first_case_separates_tokens_heads_and_head_size(name, hidden):
+    exercise = lesson04.EXERCISES[NAMES.index(name)]
+    first = exercise.cases(hidden)[0]
+    if name == "merge_heads":
+        h, n, d_head = first.args[0].shape
+    else:
+        (n, d_model), h = first.args[0].shape, first.args[-1]
+        d_head = d_model // h
+    assert len({n, h, d_head}) == 3 and h > 1
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_not_attempted_gives_notice_and_reference(name, capsys):
+    def stub(*args, **kwargs):
+        raise NotImplementedError(f"{name}: not written yet")
+
+    assert check(name, stub) is getattr(reference, name)
+    assert "not attempted yet" in capsys.readouterr().out
+
+
+def test_the_exercises_are_in_lesson_order():
+    assert [e.name for e in lesson04.EXERCISES] == NAMES
+    assert {e.lesson for e in lesson04.EXERCISES} == {"04_multi_head"}
