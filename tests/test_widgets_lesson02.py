@@ -1,0 +1,66 @@
+"""The d_k slider and the live figure behind lesson 02's (and 03's) sliders."""
+
+import matplotlib
+import pytest
+from matplotlib.figure import Figure
+
+from helpers import widgets
+
+matplotlib.use("Agg")
+PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
+
+
+def test_dk_slider_offers_powers_of_two_from_1_to_512():
+    slider = widgets.dk_slider()
+    assert list(slider.options) == [1, 2, 4, 8, 16, 32, 64, 128, 256, 512]
+    assert slider.value == 64
+
+
+@pytest.mark.parametrize("value", [3, 0, 1024])
+def test_dk_slider_rejects_a_value_that_is_not_offered(value):
+    with pytest.raises(ValueError, match=f"value={value}"):
+        widgets.dk_slider(value=value)
+
+
+def _figure():
+    fig = Figure(figsize=(2, 2))
+    ax = fig.subplots()
+    (line,) = ax.plot([0, 1], [0, 0])
+    return fig, line
+
+
+def test_live_figure_draws_at_once_with_the_sliders_values():
+    fig, line = _figure()
+    calls = []
+    box, _ = widgets.live_figure(fig, lambda d_k: calls.append(d_k), d_k=widgets.dk_slider(value=8))
+    assert calls == [8]
+    image = box.children[-1]
+    assert bytes(image.value).startswith(PNG_MAGIC)
+
+
+def test_moving_a_slider_updates_the_figure_and_the_picture():
+    fig, line = _figure()
+    slider = widgets.dk_slider(value=1)
+    box, _ = widgets.live_figure(fig, lambda d_k: line.set_ydata([0, d_k]), d_k=slider)
+    before = bytes(box.children[-1].value)
+    slider.value = 512
+    assert list(line.get_ydata()) == [0, 512]
+    assert bytes(box.children[-1].value) != before
+
+
+def test_redraw_takes_values_and_keeps_the_other_sliders():
+    fig, _ = _figure()
+    calls = []
+    a = widgets.choice_slider([1, 2, 3], 1, "a")
+    b = widgets.choice_slider([10, 20], 20, "b")
+    _, redraw = widgets.live_figure(fig, lambda a, b: calls.append((a, b)), a=a, b=b)
+    png = redraw(a=3)
+    assert calls[-1] == (3, 20) and png.startswith(PNG_MAGIC)
+    a.value = 2
+    assert calls[-1] == (2, 20)
+
+
+def test_live_figure_needs_a_slider():
+    fig, _ = _figure()
+    with pytest.raises(ValueError, match="at least one slider"):
+        widgets.live_figure(fig, lambda: None)
