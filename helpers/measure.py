@@ -12,7 +12,7 @@ import tracemalloc
 
 import numpy as np
 
-__all__ = ["median_time", "traced_peak", "format_bytes"]
+__all__ = ["median_time", "traced_peak", "format_bytes", "log_log_axes"]
 
 
 def _positive(where, name, value):
@@ -23,7 +23,7 @@ def _positive(where, name, value):
     return int(value)
 
 
-def median_time(fn, repeat=5, number=1, warmup=1, clock=time.perf_counter):
+def median_time(fn, repeat=5, number=1, warmup=1, clock=time.perf_counter, min_group=1e-3):
     """Median wall-clock seconds of one call of ``fn()``.
 
     Runs ``fn`` ``warmup`` times unmeasured (first calls pay for caches and memory
@@ -35,12 +35,16 @@ def median_time(fn, repeat=5, number=1, warmup=1, clock=time.perf_counter):
     fn : callable with no arguments
     repeat : int > 0
         How many timed groups.
-    number : int > 0
+    number : int > 0, or None
         Calls per group (use more than 1 for calls far below a millisecond).
+        ``None``: enough calls for a group to last about ``min_group`` seconds,
+        judged from the last warm-up call (at most 1000 calls).
     warmup : int >= 0
-        Unmeasured calls first.
+        Unmeasured calls first (at least 1 when ``number`` is None).
     clock : callable returning seconds
         ``time.perf_counter`` by default (replaceable in tests).
+    min_group : float
+        Seconds a group should last when ``number`` is None.
 
     Returns
     -------
@@ -51,11 +55,19 @@ def median_time(fn, repeat=5, number=1, warmup=1, clock=time.perf_counter):
     if not callable(fn):
         raise TypeError(f"{where}: fn must be callable, got {type(fn).__name__}")
     repeat = _positive(where, "repeat", repeat)
-    number = _positive(where, "number", number)
     if isinstance(warmup, bool) or not isinstance(warmup, (int, np.integer)) or warmup < 0:
         raise ValueError(f"{where}: warmup must be a whole number >= 0, got {warmup!r}")
+    if number is None and warmup < 1:
+        raise ValueError(f"{where}: number=None needs warmup >= 1 to judge a call's time")
+    if number is not None:
+        number = _positive(where, "number", number)
+    one_call = 0.0
     for _ in range(warmup):
+        start = clock()
         fn()
+        one_call = clock() - start
+    if number is None:   # enough calls to last about min_group seconds, 1 to 1000
+        number = int(min(1000, max(1, np.ceil(min_group / max(one_call, 1e-9)))))
     times = []
     for _ in range(repeat):
         start = clock()
@@ -108,3 +120,28 @@ def format_bytes(n):
         if n < 1024 or unit == "TiB":
             return f"{n:.0f} {unit}" if unit == "bytes" else f"{n:.1f} {unit}"
         n /= 1024
+
+
+def log_log_axes(ax, xticks=None):
+    """Put ``ax`` on log-log axes labelled with plain numbers (``64``, ``0.5``), not ``10^k``.
+
+    Power laws are straight lines on log-log axes. Matplotlib's default labels there are
+    typeset formulas, which are slow to draw; plain numbers read as well and draw fast.
+
+    Parameters
+    ----------
+    ax : matplotlib Axes
+    xticks : sequence of numbers, optional
+        Put the x ticks exactly there (e.g. the measured sizes).
+    """
+    from matplotlib.ticker import FuncFormatter, NullFormatter
+
+    ax.set_xscale("log")
+    ax.set_yscale("log")
+    plain = FuncFormatter(lambda value, _: f"{value:g}")
+    for axis in (ax.xaxis, ax.yaxis):
+        axis.set_major_formatter(plain)
+        axis.set_minor_formatter(NullFormatter())
+    if xticks is not None:
+        ax.set_xticks(list(xticks), labels=[f"{v:g}" for v in xticks])
+        ax.xaxis.set_minor_formatter(NullFormatter())

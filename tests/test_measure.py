@@ -35,6 +35,22 @@ def test_median_time_calls_fn_warmup_plus_repeat_times_number(repeat, number, wa
     assert len(calls) == warmup + repeat * number
 
 
+def test_median_time_auto_number_fills_min_group_from_warmup_call():
+    # the warm-up call takes 0.25 s (clock 0 -> 0.25); min_group 1 s -> 4 calls per group;
+    # groups then last 4 s and 8 s: 1 s and 2 s per call, median 1.5 s
+    calls = []
+    clock = FakeClock([0, 0.25, 1, 5, 5, 13])
+    result = median_time(lambda: calls.append(1), repeat=2, number=None, warmup=1,
+                         clock=clock, min_group=1.0)
+    assert len(calls) == 1 + 2 * 4
+    assert result == 1.5
+
+
+def test_median_time_auto_number_needs_a_warmup():
+    with pytest.raises(ValueError, match="number=None needs warmup >= 1"):
+        median_time(lambda: None, number=None, warmup=0)
+
+
 def test_median_time_returns_nonnegative_float():
     result = median_time(lambda: sum(range(100)), repeat=3)
     assert isinstance(result, float) and result >= 0
@@ -100,3 +116,20 @@ def test_format_bytes_uses_binary_units(n, text):
 def test_format_bytes_rejects_bad_input(n, error):
     with pytest.raises(error):
         format_bytes(n)
+
+
+def test_log_log_axes_sets_log_scales_and_plain_tick_labels():
+    import matplotlib
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+    from helpers.measure import log_log_axes
+
+    fig, ax = plt.subplots()
+    try:
+        ax.plot([64, 128, 256], [0.5, 2.0, 8.0])
+        log_log_axes(ax, xticks=[64, 128, 256])
+        assert (ax.get_xscale(), ax.get_yscale()) == ("log", "log")
+        assert [t.get_text() for t in ax.get_xticklabels()] == ["64", "128", "256"]
+        assert ax.yaxis.get_major_formatter()(0.5, 0) == "0.5"
+    finally:
+        plt.close(fig)
