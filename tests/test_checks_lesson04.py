@@ -30,6 +30,8 @@ SPLIT_WRONG = {
         lambda X, h: np.stack([X[:, i::h] for i in range(h)]), "every num_heads-th column"),
     "heads transposed": (
         lambda X, h: np.stack(np.split(X.T, h)), "each head came out transposed"),
+    "global num_heads": (lambda X, h: np.stack(np.split(X, 8, axis=1)),
+                         "the notebook's global num_heads"),
     "no return": (lambda X, h: None, "is None"),
     "crashes": (lambda X, h: X.reshape(len(X), h, 64).transpose(1, 0, 2), "raised ValueError"),
 }
@@ -83,7 +85,8 @@ def mha_loop(X, W_q, W_k, W_v, W_o, h, mask=None, *, scale="d_head", use_mask=Tr
     for i in range(h):
         c = slice(i * d_head, (i + 1) * d_head)
         S = Q[:, c] @ K[:, c].T
-        S = S / {"d_head": np.sqrt(d_head), "d_model": np.sqrt(d_model), "none": 1.0}[scale]
+        S = S / {"d_head": np.sqrt(d_head), "d_model": np.sqrt(d_model), "none": 1.0,
+                 "global d_head": 8.0, "global d_model": np.sqrt(512)}[scale]
         if mask is not None and use_mask:
             S = np.where(mask, S, -1e30)
         A = _softmax_rows(S)
@@ -123,6 +126,10 @@ MHA_WRONG = {
     "scaled by sqrt(d_model)": (lambda *a, mask=None: mha_loop(*a, mask, scale="d_model"),
                                 "scaled by sqrt(d_model) instead of sqrt(d_head)"),
     "not scaled": (lambda *a, mask=None: mha_loop(*a, mask, scale="none"), "were not scaled"),
+    "notebook's d_head = 64": (lambda *a, mask=None: mha_loop(*a, mask, scale="global d_head"),
+                               "the notebook's global d_head"),
+    "notebook's d_model = 512": (lambda *a, mask=None: mha_loop(*a, mask, scale="global d_model"),
+                                 "the notebook's global d_model"),
     "weights averaged over heads": (lambda *a, mask=None: mha_loop(*a, mask, weights_out="mean"),
                                     "averaged over the heads"),
     "last head's weights only": (lambda *a, mask=None: mha_loop(*a, mask, weights_out="last"),

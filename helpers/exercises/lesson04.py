@@ -40,7 +40,7 @@ def split_cases(rng, hidden):
         (10, 64, 8, "10 tokens, 8 heads of 8"),
     ]
     if hidden:
-        shapes = [(4, 10, 2, "4 tokens, 2 heads of 5"), (6, 9, 3, "6 tokens, 3 heads of 3"),
+        shapes = [(4, 16, 2, "4 tokens, 2 heads of 8"), (6, 9, 3, "6 tokens, 3 heads of 3"),
                   (3, 4, 4, "4 heads of size 1"), (5, 3, 1, "one head"),
                   (1, 6, 2, "a single token"), (7, 32, 4, "7 tokens, 4 heads of 8")]
     return [_split_case(rng, *shape) for shape in shapes]
@@ -50,6 +50,12 @@ def _dims(X, num_heads):
     n, d_model = X.shape
     return n, d_model // num_heads
 
+
+#: The sizes the lesson notebook defines globally before its exercises (section 2): a
+#: function that reads them instead of its own input gives the answer for these sizes.
+NOTEBOOK_D_MODEL = 512
+NOTEBOOK_NUM_HEADS = 8
+NOTEBOOK_D_HEAD = 64
 
 SPLIT_MISTAKES = [
     Mistake("the heads were reshaped without transposing: reshaping (n, d_model) straight to "
@@ -68,6 +74,9 @@ SPLIT_MISTAKES = [
     Mistake("each head came out transposed, (num_heads, d_head, n): a head must keep one row "
             "per token, (num_heads, n, d_head).",
             lambda X, h: X.reshape(_dims(X, h)[0], h, _dims(X, h)[1]).transpose(1, 2, 0)),
+    Mistake(f"the split used {NOTEBOOK_NUM_HEADS} heads: that is the notebook's global num_heads "
+            f"(section 2), not the argument. Use the num_heads the function is given.",
+            lambda X, h: reference.split_heads(X, NOTEBOOK_NUM_HEADS)),
 ]
 
 
@@ -156,7 +165,7 @@ def _mha(X, W_q, W_k, W_v, W_o, h, mask=None, *, split=None, merge=None, scale="
     d_model = X.shape[-1]
     Qh, Kh, Vh = (split(X @ W, h) for W in (W_q, W_k, W_v))          # (h, n, d_head)
     d = {"d_head": np.sqrt(d_model // h), "d_model": np.sqrt(d_model), "none": 1.0,
-         "d_head plain": d_model // h}[scale]
+         "d_head plain": d_model // h}.get(scale, scale)              # or a number
     scores = Qh @ np.swapaxes(Kh, -1, -2) / d                          # (h, n, n)
     if mask is not None and use_mask:
         scores = np.where(mask, scores, -np.inf)
@@ -183,6 +192,14 @@ MHA_MISTAKES = [
             lambda *a, mask=None: _mha(*a, mask, scale="none")),
     Mistake("the scores were divided by d_head instead of sqrt(d_head).",
             lambda *a, mask=None: _mha(*a, mask, scale="d_head plain")),
+    Mistake(f"the scores were scaled by sqrt({NOTEBOOK_D_HEAD}): that is the notebook's global "
+            f"d_head (section 2), not this input's. Work d_head out inside the function, "
+            f"d_head = d_model // num_heads (scaled_dot_product_attention does it for you).",
+            lambda *a, mask=None: _mha(*a, mask, scale=np.sqrt(NOTEBOOK_D_HEAD))),
+    Mistake(f"the scores were scaled by sqrt({NOTEBOOK_D_MODEL}), the notebook's global d_model, "
+            f"and a head's scale is sqrt(d_head) anyway: d_head = d_model // num_heads of this "
+            f"input.",
+            lambda *a, mask=None: _mha(*a, mask, scale=np.sqrt(NOTEBOOK_D_MODEL))),
     Mistake("the weights were averaged over the heads, giving one (n, n) map. Return every "
             "head's own map: weights of shape (num_heads, n, n).",
             lambda *a, mask=None: _mha(*a, mask, weights_out="mean")),
