@@ -1,0 +1,194 @@
+"""Benchmark: speed and memory of the reference attention, and each lesson's Run All time.
+
+    make bench                       # or: .venv/bin/python benchmarks/run.py
+    .venv/bin/python benchmarks/run.py --no-notebooks --repeat 9
+
+A benchmark, not a test: it prints figures measured on this machine and whether they
+meet the course's targets; it never fails because of them (exit status 0 unless
+something crashes). Timings depend on the machine and on what else runs on it.
+
+1. ``helpers.reference.multi_head_attention`` at n = 1024, d_model = 512, 8 heads
+   (weights returned), float64 and float32: median time, and its FLOP rate as a share of
+   this machine's matrix-multiply peak, measured in the same run by a large ``A @ A``
+   (timed in turn with the attention, so both see the same load).
+   Target: >= 35 % of the matmul peak in both dtypes.
+2. ``online_softmax_attention`` (n = 4096, d = 64, blocks of 128) against the naive
+   ``scaled_dot_product_attention``: largest difference, peak traced memory, time.
+   Targets: identical to 1e-10, <= 10 % of the naive peak memory, <= 2x its time.
+3. Each lesson's Run All time: ``notebooks/*.ipynb`` executed with nbclient in a fresh
+   kernel, kernel start included.
+"""
+
+import argparse
+import os
+import platform
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+from helpers import reference  # noqa: E402
+from helpers.measure import format_bytes, traced_peak  # noqa: E402
+
+MATMUL_SIZE = 2048          # A is (2048, 2048): large enough for the BLAS's peak
+MHA = dict(n=1024, d_model=512, num_heads=8)
+ONLINE = dict(n=4096, d=64, block_size=128)
+TARGET_SHARE = 0.35
+TARGET_DIFF = 1e-10
+TARGET_MEMORY = 0.10
+TARGET_TIME = 2.0
+
+
+def verdict(ok):
+    return "MET" if ok else "NOT MET"
+
+
+def timed(fn):
+    """Seconds of one call of fn()."""
+    start = time.perf_counter()
+    fn()
+    return time.perf_counter() - start
+
+
+def interleaved_medians(fns, repeat):
+    """Median seconds of each function, timed in turn (a, b, a, b, ...) after one warm-up each.
+
+    Timing them in turn means a burst of load from another program hits both alike, so
+    their ratio is steadier than either time alone.
+    """
+    for fn in fns.values():
+        fn()
+    times = {name: [] for name in fns}
+    for _ in range(repeat):
+        for name, fn in fns.items():
+            times[name].append(timed(fn))
+    return {name: float(np.median(t)) for name, t in times.items()}
+
+
+def machine():
+    """One line about the machine and the BLAS NumPy uses."""
+    try:
+        blas = np.show_config(mode="dicts")["Build Dependencies"]["blas"]
+        blas = f"{blas.get('name', '?')} {blas.get('version', '')}".strip()
+    except Exception:  # older NumPy: no dict mode
+        blas = "unknown BLAS"
+    load = " ".join(f"{x:.2f}" for x in os.getloadavg()) if hasattr(os, "getloadavg") else "?"
+    print(f"machine: {platform.machine()}, {os.cpu_count()} cores, load average {load}; "
+          f"Python {platform.python_version()}, NumPy {np.__version__}, {blas}")
+    for variable in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS",
+                     "OPENBLAS_CORETYPE", "OPENBLAS_L2_SIZE"):
+        if variable in os.environ:
+            print(f"  note: {variable}={os.environ[variable]} is set (it changes BLAS speed)")
+
+
+# --------------------------------------------------------------------------- 1
+def bench_multi_head(repeat):
+    n, d, h = MHA["n"], MHA["d_model"], MHA["num_heads"]
+    flops = sum(reference.attention_flops(n, d).values())   # 8 n d^2 + 4 n^2 d
+    print(f"\n1. multi_head_attention, n = {n}, d_model = {d}, {h} heads, weights returned "
+          f"({flops / 1e9:.2f} GFLOP a call); peak = {MATMUL_SIZE} x {MATMUL_SIZE} A @ A; "
+          f"median of {repeat}, timed in turn")
+    print(f"   {'dtype':<8} {'A @ A':>14} {'attention':>11} {'GFLOP/s':>8} {'share of peak':>14}  "
+          f"target >= {TARGET_SHARE:.0%}")
+    rng = np.random.default_rng(0)
+    met = True
+    for dtype in (np.float64, np.float32):
+        A = rng.standard_normal((MATMUL_SIZE, MATMUL_SIZE)).astype(dtype)
+        X = rng.standard_normal((n, d)).astype(dtype)
+        W = [(rng.standard_normal((d, d)) / np.sqrt(d)).astype(dtype) for _ in range(4)]
+        t = interleaved_medians({"matmul": lambda: A @ A,
+                                 "mha": lambda: reference.multi_head_attention(X, *W, h)},
+                                repeat)
+        peak = 2 * MATMUL_SIZE ** 3 / t["matmul"]
+        rate = flops / t["mha"]
+        share = rate / peak
+        met &= share >= TARGET_SHARE
+        print(f"   {np.dtype(dtype).name:<8} {peak / 1e9:>8.1f} GF/s {1e3 * t['mha']:>8.1f} ms "
+              f"{rate / 1e9:>8.1f} {share:>13.0%}  {verdict(share >= TARGET_SHARE)}")
+    return met
+
+
+# --------------------------------------------------------------------------- 2
+def bench_online(repeat):
+    n, d, b = ONLINE["n"], ONLINE["d"], ONLINE["block_size"]
+    print(f"\n2. online_softmax_attention against the naive attention, n = {n}, d = {d}, "
+          f"block_size = {b}, float64")
+    rng = np.random.default_rng(1)
+    Q, K, V = (rng.standard_normal((n, d)) for _ in range(3))
+
+    def naive():
+        return reference.scaled_dot_product_attention(Q, K, V)[0]
+
+    def tiled():
+        return reference.online_softmax_attention(Q, K, V, block_size=b)
+
+    diff = float(np.max(np.abs(tiled() - naive())))
+    peak = {"naive": traced_peak(naive), "tiled": traced_peak(tiled)}
+    t = interleaved_medians({"naive": naive, "tiled": tiled}, repeat)
+    memory_ratio = peak["tiled"] / peak["naive"]
+    time_ratio = t["tiled"] / t["naive"]
+    print(f"   largest |tiled - naive|: {diff:.1e}   target <= {TARGET_DIFF:.0e}: "
+          f"{verdict(diff <= TARGET_DIFF)}")
+    print(f"   peak traced memory: naive {format_bytes(peak['naive'])}, tiled "
+          f"{format_bytes(peak['tiled'])} = {memory_ratio:.1%} of naive   "
+          f"target <= {TARGET_MEMORY:.0%}: {verdict(memory_ratio <= TARGET_MEMORY)}")
+    print(f"   median time (of {repeat}, in turn): naive {1e3 * t['naive']:.1f} ms, tiled "
+          f"{1e3 * t['tiled']:.1f} ms = {time_ratio:.2f}x naive   "
+          f"target <= {TARGET_TIME:.0f}x: {verdict(time_ratio <= TARGET_TIME)}")
+    return diff <= TARGET_DIFF and memory_ratio <= TARGET_MEMORY and time_ratio <= TARGET_TIME
+
+
+# --------------------------------------------------------------------------- 3
+def bench_notebooks(timeout):
+    print("\n3. Run All of each student notebook (fresh kernel, kernel start included)")
+    try:
+        import nbformat
+        from nbclient import NotebookClient
+    except ImportError as exc:
+        print(f"   skipped: {exc}")
+        return
+    paths = sorted((ROOT / "notebooks").glob("*.ipynb"))
+    if not paths:
+        print("   no notebooks found in notebooks/")
+    for path in paths:
+        nb = nbformat.read(str(path), as_version=4)
+        client = NotebookClient(nb, timeout=timeout, kernel_name="python3", allow_errors=True,
+                                resources={"metadata": {"path": str(path.parent)}})
+        start = time.perf_counter()
+        try:
+            client.execute()
+            status = "ok"
+        except Exception as exc:  # a timeout or a dead kernel: report it, go on
+            status = f"failed: {type(exc).__name__}: {str(exc).splitlines()[0][:80]}"
+        seconds = time.perf_counter() - start
+        errors = [o.ename for c in nb.cells if c.cell_type == "code"
+                  for o in c.get("outputs", []) if o.output_type == "error"]
+        if errors and status == "ok":
+            status = f"{len(errors)} cell(s) raised: {', '.join(sorted(set(errors)))}"
+        print(f"   {path.name:<34} {seconds:>6.1f} s   {status}")
+
+
+def main(argv=None):
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--repeat", type=int, default=7, help="timed runs per measurement")
+    parser.add_argument("--no-notebooks", action="store_true", help="skip the Run All times")
+    parser.add_argument("--timeout", type=int, default=120, help="seconds per notebook cell")
+    args = parser.parse_args(argv)
+
+    machine()
+    results = {"multi-head share of peak": bench_multi_head(args.repeat),
+               "online softmax attention": bench_online(args.repeat)}
+    if not args.no_notebooks:
+        bench_notebooks(args.timeout)
+    print("\nsummary: " + "; ".join(f"{name}: {verdict(ok)}" for name, ok in results.items()))
+    print("(timings are of this machine under its current load; rerun on a quiet machine "
+          "before drawing conclusions)")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
