@@ -120,30 +120,37 @@ def head_maps(weights, tokens=None, *, ax=None, title="", gap=1):
     image = ax.imshow(np.ma.masked_invalid(mosaic), cmap=cmap, vmin=0.0, vmax=1.0,
                       interpolation="nearest")
     # Text is what makes a figure slow to draw, so label sparingly: tile titles for up
-    # to 16 heads (row titles beyond), token names only while the tiles are large.
+    # to 16 heads (row titles beyond), token names only while the tiles are large. The
+    # labels are plain texts, not tick labels, which cost about twice as much to draw.
     ax.set_xticks([])
     ax.set_yticks([])
+    left_labels, bottom_labels = [], []
     if h <= 16:
         for k in range(h):
             r, c = divmod(k, cols)
             ax.text(c * (n_k + gap) + (n_k - 1) / 2, r * (n_q + row_gap) - 0.7, f"head {k}",
                     ha="center", va="bottom", fontsize=9 if h <= 8 else 7)
     else:
-        ax.set_yticks([r * (n_q + row_gap) + (n_q - 1) / 2 for r in range(rows)],
-                      labels=[f"heads {r * cols}-{min(h, (r + 1) * cols) - 1}"
-                              for r in range(rows)], fontsize=7)
-        ax.tick_params(length=0)
+        left_labels = [(r * (n_q + row_gap) + (n_q - 1) / 2,
+                        f"heads {r * cols}-{min(h, (r + 1) * cols) - 1}") for r in range(rows)]
     if tokens is not None and h <= 8:
-        ax.set_yticks([r * (n_q + row_gap) + i for r in range(rows) for i in range(n_q)],
-                      labels=list(tokens) * rows, fontsize=7)
+        left_labels = [(r * (n_q + row_gap) + i, str(t)) for r in range(rows)
+                       for i, t in enumerate(tokens)]
         x_tiles = cols if h <= 2 else 1     # beyond 2 heads, only the bottom-left tile
-        ax.set_xticks([c * (n_k + gap) + j for c in range(x_tiles) for j in range(n_k)],
-                      labels=list(tokens) * x_tiles, fontsize=7, rotation=90)
+        bottom_labels = [(c * (n_k + gap) + j, str(t)) for c in range(x_tiles)
+                         for j, t in enumerate(tokens)]
+    for y, label in left_labels:
+        ax.text(-0.8, y, label, ha="right", va="center", fontsize=7)
+    for x, label in bottom_labels:
+        ax.text(x, mosaic.shape[0] - 0.2, label, ha="center", va="top", fontsize=7, rotation=90)
+    # keep the axis titles clear of those labels (about 4.5 points per character at size 7)
+    ax.set_ylabel("query token i",
+                  labelpad=6 + 4.5 * max([len(label) for _, label in left_labels], default=0))
+    ax.set_xlabel("key token j (each tile: one head's map)",
+                  labelpad=6 + 4.5 * max([len(label) for _, label in bottom_labels], default=0))
     for side in ax.spines.values():
         side.set_visible(False)
     ax.set_title(title, pad=14)
-    ax.set_xlabel("key token j (each tile: one head's map)")
-    ax.set_ylabel("query token i")
     ax.figure.colorbar(image, ax=ax, fraction=0.03, pad=0.02, ticks=[0, 0.5, 1], panchor=False,
                        label="attention weight")
     return image

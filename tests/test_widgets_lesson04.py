@@ -132,23 +132,40 @@ def test_head_maps_titles_each_tile_and_uses_a_fixed_weight_scale():
     assert sorted(t.get_text() for t in ax.texts) == ["head 0", "head 1", "head 2", "head 3"]
     assert image.get_clim() == (0.0, 1.0)
     assert image.get_cmap().name.startswith(plots.SEQUENTIAL)
-    assert ax.get_xlabel() and ax.get_ylabel()
+
+
+def _texts(ax):
+    return [t.get_text() for t in ax.texts]
 
 
 def test_head_maps_labels_tokens_while_tiles_are_large():
     _, ax = plt.subplots()
     plots.head_maps(_constant_heads(2, 3), ["a", "b", "c"], ax=ax, title="T")
-    assert [t.get_text() for t in ax.get_yticklabels()] == ["a", "b", "c"]
-    assert [t.get_text() for t in ax.get_xticklabels()] == ["a", "b", "c", "a", "b", "c"]
+    # one row of 2 tiles: the rows labelled once on the left, the columns under both tiles
+    assert sorted(_texts(ax)) == sorted(["head 0", "head 1", "a", "b", "c",
+                                         "a", "b", "c", "a", "b", "c"])
     assert ax.get_title() == "T"
+
+
+def test_head_maps_labels_columns_under_the_first_tile_only_beyond_two_heads():
+    _, ax = plt.subplots()
+    plots.head_maps(_constant_heads(8, 2), ["a", "b"], ax=ax)
+    texts = _texts(ax)
+    assert texts.count("a") == 2 + 1          # 2 rows of tiles on the left, 1 tile below
+    assert [t for t in texts if t.startswith("head")] == [f"head {k}" for k in range(8)]
 
 
 def test_head_maps_names_rows_of_heads_when_there_are_many():
     _, ax = plt.subplots()
     plots.head_maps(_constant_heads(32, 2), ["a", "b"], ax=ax)
-    assert [t.get_text() for t in ax.get_yticklabels()] == \
-        ["heads 0-7", "heads 8-15", "heads 16-23", "heads 24-31"]
-    assert ax.texts == [] or all("head" not in t.get_text() for t in ax.texts)
+    assert _texts(ax) == ["heads 0-7", "heads 8-15", "heads 16-23", "heads 24-31"]
+    assert ax.get_xticks().size == 0 and ax.get_yticks().size == 0
+
+
+def test_head_maps_has_axis_titles():
+    _, ax = plt.subplots()
+    plots.head_maps(_constant_heads(2, 2), ax=ax)
+    assert "query" in ax.get_ylabel() and "key" in ax.get_xlabel()
 
 
 def test_head_maps_rejects_weights_that_are_not_three_dimensional():
