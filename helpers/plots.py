@@ -154,3 +154,29 @@ def head_maps(weights, tokens=None, *, ax=None, title="", gap=1):
     ax.figure.colorbar(image, ax=ax, fraction=0.03, pad=0.02, ticks=[0, 0.5, 1], panchor=False,
                        label="attention weight")
     return image
+
+
+def log_axis(ax, which="x", ticks=None):
+    """Put one axis of ``ax`` on a log scale, labelled with plain numbers.
+
+    ``1, 2, 4, ..., 1024`` or ``0.001, 1, 1000`` read more easily than ``10^k``, and
+    skipping the mathtext labels and minor ticks makes the figure faster to draw.
+
+    Parameters
+    ----------
+    ax : matplotlib Axes
+    which : "x" or "y"
+    ticks : list of numbers, optional
+        Where to put the labelled ticks (e.g. the powers of two measured);
+        by default matplotlib's decades.
+    """
+    from matplotlib.ticker import FuncFormatter, NullLocator
+
+    if which not in ("x", "y"):
+        raise ValueError(f"log_axis: which must be 'x' or 'y', got {which!r}")
+    axis = ax.xaxis if which == "x" else ax.yaxis
+    (ax.set_xscale if which == "x" else ax.set_yscale)("log")
+    if ticks is not None:
+        axis.set_ticks(list(ticks))
+    axis.set_major_formatter(FuncFormatter(lambda value, _: f"{value:g}"))
+    axis.set_minor_locator(NullLocator())
