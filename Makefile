@@ -1,15 +1,20 @@
 # Self-Attention & Multi-Head -- the course's commands.
-#   make lab      create .venv if missing, install, open JupyterLab on the course
-#   make test     create or update .venv, run every test
-#   make student  regenerate notebooks/ from solutions/
-#   make bench    print timings and memory figures (a benchmark, never a test)
+#   make lab          create .venv if missing, install, open JupyterLab on the course
+#   make test         create or update .venv, run every test
+#   make student      refresh the Colab badge + setup cell of solutions/, regenerate notebooks/
+#   make bench        print timings and memory figures (a benchmark, never a test)
+# For maintainers and CI (.ci/run runs all three):
+#   make browser      add Playwright to .venv for the real-browser test (needs a system Chromium)
+#   make test-oldest  run every test again in .venv-oldest, with the oldest supported versions
 
 PYTHON ?= python3
 VENV   := .venv
 PY     := $(VENV)/bin/python
 STAMP  := $(VENV)/.installed
+OLDEST_PYTHON ?= $(PYTHON)
+OLDEST := .venv-oldest
 
-.PHONY: lab test student bench clean
+.PHONY: lab test student bench browser test-oldest clean
 
 # (Re)install when requirements.txt or pyproject.toml change.
 $(STAMP): requirements.txt pyproject.toml
@@ -18,9 +23,8 @@ $(STAMP): requirements.txt pyproject.toml
 	$(PY) -m pip install --quiet -r requirements.txt -e .
 	@touch $(STAMP)
 
-# Opens lesson 01, with the whole course in the file browser. (--allow-root only when run as root.)
 lab: $(STAMP)
-	$(VENV)/bin/jupyter lab $(if $(filter 0,$(shell id -u)),--allow-root) notebooks/01_qkv_projections.ipynb
+	$(VENV)/bin/jupyter lab notebooks/
 
 test: $(STAMP)
 	$(PY) -m pytest
@@ -31,5 +35,23 @@ student: $(STAMP)
 bench: $(STAMP)
 	$(PY) benchmarks/run.py
 
+# Playwright only drives the browser: it is not a learner's requirement.
+browser: $(VENV)/.browser-installed
+$(VENV)/.browser-installed: $(STAMP) requirements-browser.txt
+	$(PY) -m pip install --quiet -r requirements-browser.txt
+	@touch $@
+
+# The oldest versions: requirements.txt under constraints-oldest.txt (ipywidgets 7.7 and
+# IPython 7 as in Colab, numpy and matplotlib at requirements.txt's lower bounds).
+$(OLDEST)/.installed: requirements.txt pyproject.toml constraints-oldest.txt requirements-browser.txt
+	@test -x $(OLDEST)/bin/python || $(OLDEST_PYTHON) -m venv $(OLDEST)
+	$(OLDEST)/bin/python -m pip install --quiet --upgrade pip
+	$(OLDEST)/bin/python -m pip install --quiet --only-binary numpy,matplotlib \
+		-r requirements.txt -r requirements-browser.txt -c constraints-oldest.txt -e .
+	@touch $@
+
+test-oldest: $(OLDEST)/.installed
+	COURSE_OLDEST=1 SCREENSHOTS_DIR=screenshots/oldest $(OLDEST)/bin/python -m pytest
+
 clean:
-	rm -rf $(VENV) .pytest_cache
+	rm -rf $(VENV) $(OLDEST) .pytest_cache
