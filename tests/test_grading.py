@@ -1,0 +1,890 @@
+"""The grader (``python -m helpers.grade``), end to end.
+
+Submissions are built from the lessons' own student notebooks: the exercise
+cell's stub is replaced by an implementation written here (wrong in a way the
+lessons warn about, or right but written differently), and a few are broken on
+purpose (a hanging cell, a kernel that dies, sys.exit, a syntax error, a missing
+function). They are all graded in ONE command-line run (``--jobs 2``), cached for
+the module, and every test reads its own row of the gradebook.
+
+Lessons whose student notebook does not exist yet are skipped with a reason.
+"""
+
+import asyncio
+import csv
+import hashlib
+import json
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import nbformat
+import pytest
+
+from helpers.exercises import EXERCISES, LESSONS
+from helpers.instructor import grading
+
+ROOT = Path(__file__).resolve().parents[1]
+BATCH_TIMEOUT = 30   # seconds per notebook in the batch run (the hanging one uses it all)
+
+
+def student_path(lesson):
+    return ROOT / "notebooks" / f"{lesson}.ipynb"
+
+
+def lesson_of(exercise):
+    return EXERCISES[exercise].lesson
+
+
+# ------------------------------------------------------------ implementations
+class Impl:
+    """A test implementation of an exercise: source code and what the grader must say.
+
+    ``feedback`` is None for a correct implementation (full marks expected);
+    otherwise a phrase of the lesson's mistake message that the grader's feedback
+    must contain. ``points`` pins the expected points when worked out by hand.
+    """
+
+    def __init__(self, label, source, feedback=None, points=None):
+        self.label, self.source = label, textwrap.dedent(source).strip() + "\n"
+        self.feedback, self.points = feedback, points
+
+    @property
+    def wrong(self):
+        return self.feedback is not None
+
+
+IMPLEMENTATIONS = {
+    "project_qkv": [
+        Impl("K from W_q", """
+            def project_qkv(X, W_q, W_k, W_v):
+                return X @ W_q, X @ W_q, X @ W_v
+            """, feedback="K was computed with W_q"),
+        Impl("transposed weights", """
+            def project_qkv(X, W_q, W_k, W_v):
+                return X @ W_q.T, X @ W_k.T, X @ W_v.T
+            """, feedback="the weight matrices were used transposed"),
+        # Wrong only for a single token: 1 of the 5 hidden cases has n = 1, so 4/5 of 10.
+        Impl("wrong for one token", """
+            def project_qkv(X, W_q, W_k, W_v):
+                if len(X) == 1:
+                    return X @ W_q, X @ W_k, 2 * X @ W_v
+                return X @ W_q, X @ W_k, X @ W_v
+            """, feedback="V has the right shape but wrong values", points=8.0),
+        Impl("einsum", """
+            def project_qkv(X, W_q, W_k, W_v):
+                return tuple(np.einsum("nd,dk->nk", X, W) for W in (W_q, W_k, W_v))
+            """),
+        Impl("loops", """
+            def project_qkv(X, W_q, W_k, W_v):
+                def times(W):
+                    return np.array([[sum(x[m] * W[m, j] for m in range(len(x)))
+                                      for j in range(W.shape[1])] for x in X])
+                return times(W_q), times(W_k), times(W_v)
+            """),
+    ],
+    "attention_scores": [
+        Impl("no scaling", """
+            def attention_scores(Q, K):
+                return Q @ K.T
+            """, feedback="the scores are not scaled"),
+        Impl("sqrt(d_model)", """
+            def attention_scores(Q, K):
+                return Q @ K.T / np.sqrt(8)   # d_model of the lessons, not d_k
+            """, feedback="instead of sqrt(d_k)"),
+        Impl("einsum", """
+            def attention_scores(Q, K):
+                return np.einsum("id,jd->ij", Q, K) / math.sqrt(Q.shape[1])
+            """),
+        Impl("loops", """
+            def attention_scores(Q, K):
+                d_k = len(Q[0])
+                return np.array([[sum(q[m] * k[m] for m in range(d_k)) / d_k ** 0.5
+                                  for k in K] for q in Q])
+            """),
+    ],
+    "softmax": [
+        Impl("naive exp overflows", """
+            def softmax(x, axis=-1):
+                e = np.exp(x)
+                return e / e.sum(axis=axis, keepdims=True)
+            """, feedback="overflow to NaN"),
+        Impl("axis ignored", """
+            def softmax(x, axis=-1):
+                e = np.exp(x - x.max(axis=-1, keepdims=True))
+                return e / e.sum(axis=-1, keepdims=True)
+            """, feedback="the axis argument is ignored"),
+        Impl("maximum of the whole array", """
+            def softmax(x, axis=-1):
+                e = np.exp(x - x.max())
+                return e / e.sum(axis=axis, keepdims=True)
+            """, feedback="maximum of the whole array"),
+        Impl("log-sum-exp", """
+            def softmax(x, axis=-1):
+                m = np.max(x, axis=axis, keepdims=True)
+                lse = m + np.log(np.sum(np.exp(x - m), axis=axis, keepdims=True))
+                return np.exp(x - lse)
+            """),
+        Impl("loops", """
+            def softmax(x, axis=-1):
+                rows = np.moveaxis(np.asarray(x, dtype=float), axis, -1)
+                out = np.empty_like(rows)
+                for idx in np.ndindex(rows.shape[:-1]):
+                    top = max(rows[idx])
+                    e = [math.exp(v - top) for v in rows[idx]]
+                    out[idx] = [v / sum(e) for v in e]
+                return np.moveaxis(out, -1, axis)
+            """),
+    ],
+    "causal_mask": [
+        Impl("upside down", """
+            def causal_mask(n):
+                return np.triu(np.ones((n, n), dtype=bool))
+            """, feedback="upside down"),
+        Impl("diagonal excluded", """
+            def causal_mask(n):
+                return np.tril(np.ones((n, n), dtype=bool), k=-1)
+            """, feedback="the diagonal is excluded"),
+        Impl("not boolean", """
+            def causal_mask(n):
+                return np.tril(np.ones((n, n)))
+            """, feedback="return a boolean array"),
+        Impl("comparison", """
+            def causal_mask(n):
+                return np.arange(n)[:, None] >= np.arange(n)[None, :]
+            """),
+        Impl("loops", """
+            def causal_mask(n):
+                mask = np.zeros((n, n), dtype=bool)
+                for i in range(n):
+                    for j in range(i + 1):
+                        mask[i, j] = True
+                return mask
+            """),
+    ],
+    "scaled_dot_product_attention": [
+        Impl("no scaling", """
+            def scaled_dot_product_attention(Q, K, V, mask=None):
+                s = Q @ K.T
+                if mask is not None:
+                    s = np.where(mask, s, -np.inf)
+                m = s.max(axis=-1, keepdims=True)
+                m[~np.isfinite(m)] = 0
+                e = np.exp(s - m)
+                total = e.sum(axis=-1, keepdims=True)
+                w = np.divide(e, total, out=np.zeros_like(e), where=total > 0)
+                return w @ V, w
+            """, feedback="the scores are not scaled"),
+        Impl("mask inverted", """
+            def scaled_dot_product_attention(Q, K, V, mask=None):
+                s = Q @ K.T / np.sqrt(Q.shape[-1])
+                if mask is not None:
+                    s = np.where(mask, -np.inf, s)
+                m = s.max(axis=-1, keepdims=True)
+                m[~np.isfinite(m)] = 0
+                e = np.exp(s - m)
+                total = e.sum(axis=-1, keepdims=True)
+                w = np.divide(e, total, out=np.zeros_like(e), where=total > 0)
+                return w @ V, w
+            """, feedback="the mask is inverted"),
+        Impl("fully masked row gives NaN", """
+            def scaled_dot_product_attention(Q, K, V, mask=None):
+                s = Q @ K.T / np.sqrt(Q.shape[-1])
+                if mask is not None:
+                    s = np.where(mask, s, -np.inf)
+                e = np.exp(s - s.max(axis=-1, keepdims=True))
+                w = e / e.sum(axis=-1, keepdims=True)
+                return w @ V, w
+            """, feedback="a fully masked row is NaN"),
+        Impl("einsum", """
+            def scaled_dot_product_attention(Q, K, V, mask=None):
+                s = np.einsum("qd,kd->qk", Q, K) / math.sqrt(Q.shape[1])
+                allowed = np.ones(s.shape, dtype=bool) if mask is None else np.broadcast_to(mask, s.shape)
+                top = np.max(np.where(allowed, s, -np.inf), axis=1, keepdims=True)
+                e = np.where(allowed, np.exp(s - np.where(np.isfinite(top), top, 0)), 0.0)
+                total = e.sum(axis=1, keepdims=True)
+                w = e / np.where(total > 0, total, 1.0)
+                return np.einsum("qk,kv->qv", w, V), w
+            """),
+        Impl("loop over queries", """
+            def scaled_dot_product_attention(Q, K, V, mask=None):
+                n_q, n_k = len(Q), len(K)
+                allowed = np.ones((n_q, n_k), dtype=bool) if mask is None else np.broadcast_to(mask, (n_q, n_k))
+                W = np.zeros((n_q, n_k))
+                for i in range(n_q):
+                    keys = [j for j in range(n_k) if allowed[i, j]]
+                    if not keys:
+                        continue
+                    s = [float(Q[i] @ K[j]) / math.sqrt(Q.shape[1]) for j in keys]
+                    e = [math.exp(v - max(s)) for v in s]
+                    for j, v in zip(keys, e):
+                        W[i, j] = v / sum(e)
+                return W @ V, W
+            """),
+    ],
+    "split_heads": [
+        Impl("reshape without transpose", """
+            def split_heads(X, num_heads):
+                n, d_model = X.shape
+                return X.reshape(num_heads, n, d_model // num_heads)
+            """, feedback="reshaped without transposing"),
+        Impl("interleaved columns", """
+            def split_heads(X, num_heads):
+                n, d_model = X.shape
+                return X.reshape(n, d_model // num_heads, num_heads).transpose(2, 0, 1)
+            """, feedback="every num_heads-th column"),
+        Impl("stack of slices", """
+            def split_heads(X, num_heads):
+                d = X.shape[1] // num_heads
+                return np.stack([X[:, i * d:(i + 1) * d] for i in range(num_heads)])
+            """),
+        Impl("np.split", """
+            def split_heads(X, num_heads):
+                return np.array(np.split(X, num_heads, axis=1))
+            """),
+    ],
+    "merge_heads": [
+        Impl("reshape without transpose", """
+            def merge_heads(H):
+                h, n, d = H.shape
+                return H.reshape(n, h * d)
+            """, feedback="merged without transposing"),
+        Impl("heads stacked under each other", """
+            def merge_heads(H):
+                return np.concatenate(list(H), axis=0)
+            """, feedback="stacked under each other"),
+        Impl("concatenate", """
+            def merge_heads(H):
+                return np.concatenate(list(H), axis=-1)
+            """),
+        Impl("loops", """
+            def merge_heads(H):
+                h, n, d = H.shape
+                out = np.zeros((n, h * d))
+                for i in range(h):
+                    for t in range(n):
+                        out[t, i * d:(i + 1) * d] = H[i, t]
+                return out
+            """),
+    ],
+    "multi_head_attention": [
+        Impl("W_o left out", """
+            def multi_head_attention(X, W_q, W_k, W_v, W_o, num_heads, mask=None):
+                n, d_model = X.shape
+                d = d_model // num_heads
+                heads, maps = [], []
+                for i in range(num_heads):
+                    cols = slice(i * d, (i + 1) * d)
+                    s = (X @ W_q[:, cols]) @ (X @ W_k[:, cols]).T / np.sqrt(d)
+                    if mask is not None:
+                        s = np.where(mask, s, -np.inf)
+                    e = np.exp(s - s.max(axis=-1, keepdims=True))
+                    w = e / e.sum(axis=-1, keepdims=True)
+                    heads.append(w @ (X @ W_v[:, cols]))
+                    maps.append(w)
+                return np.concatenate(heads, axis=1), np.stack(maps)
+            """, feedback="W_o was left out"),
+        Impl("sqrt(d_model)", """
+            def multi_head_attention(X, W_q, W_k, W_v, W_o, num_heads, mask=None):
+                n, d_model = X.shape
+                d = d_model // num_heads
+                heads, maps = [], []
+                for i in range(num_heads):
+                    cols = slice(i * d, (i + 1) * d)
+                    s = (X @ W_q[:, cols]) @ (X @ W_k[:, cols]).T / np.sqrt(d_model)
+                    if mask is not None:
+                        s = np.where(mask, s, -np.inf)
+                    e = np.exp(s - s.max(axis=-1, keepdims=True))
+                    w = e / e.sum(axis=-1, keepdims=True)
+                    heads.append(w @ (X @ W_v[:, cols]))
+                    maps.append(w)
+                return np.concatenate(heads, axis=1) @ W_o, np.stack(maps)
+            """, feedback="sqrt(d_model) instead of sqrt(d_head)"),
+        Impl("split without transpose", """
+            def multi_head_attention(X, W_q, W_k, W_v, W_o, num_heads, mask=None):
+                n, d_model = X.shape
+                d = d_model // num_heads
+                Qh, Kh, Vh = ((X @ W).reshape(num_heads, n, d) for W in (W_q, W_k, W_v))
+                s = Qh @ Kh.transpose(0, 2, 1) / np.sqrt(d)
+                if mask is not None:
+                    s = np.where(mask, s, -np.inf)
+                e = np.exp(s - s.max(axis=-1, keepdims=True))
+                w = e / e.sum(axis=-1, keepdims=True)
+                out = (w @ Vh).transpose(1, 0, 2).reshape(n, d_model)
+                return out @ W_o, w
+            """, feedback="split without transposing"),
+        Impl("loop over heads", """
+            def multi_head_attention(X, W_q, W_k, W_v, W_o, num_heads, mask=None):
+                n, d_model = X.shape
+                d = d_model // num_heads
+                heads, maps = [], []
+                for i in range(num_heads):
+                    cols = slice(i * d, (i + 1) * d)
+                    s = (X @ W_q[:, cols]) @ (X @ W_k[:, cols]).T / math.sqrt(d)
+                    if mask is not None:
+                        s = np.where(mask, s, -np.inf)
+                    e = np.exp(s - s.max(axis=-1, keepdims=True))
+                    w = e / e.sum(axis=-1, keepdims=True)
+                    heads.append(w @ (X @ W_v[:, cols]))
+                    maps.append(w)
+                return np.hstack(heads) @ W_o, np.array(maps)
+            """),
+        Impl("einsum", """
+            def multi_head_attention(X, W_q, W_k, W_v, W_o, num_heads, mask=None):
+                n, d_model = X.shape
+                d = d_model // num_heads
+                q, k, v = (np.einsum("nm,mhd->hnd", X, W.reshape(d_model, num_heads, d))
+                           for W in (W_q, W_k, W_v))
+                s = np.einsum("hqd,hkd->hqk", q, k) / np.sqrt(d)
+                if mask is not None:
+                    s = np.where(mask, s, -np.inf)
+                s = s - s.max(axis=-1, keepdims=True)
+                w = np.exp(s) / np.exp(s).sum(axis=-1, keepdims=True)
+                out = np.einsum("hqk,hkd->qhd", w, v).reshape(n, d_model)
+                return out @ W_o, w
+            """),
+    ],
+    "attention_flops": [
+        Impl("multiply-add counted once", """
+            def attention_flops(n, d_model):
+                d = d_model
+                return {"projections": 3 * n * d * d, "scores": n * n * d,
+                        "weighted_sum": n * n * d, "output_projection": n * d * d}
+            """, feedback="a multiply-add is 2 floating-point operations"),
+        Impl("W_O among the projections", """
+            def attention_flops(n, d_model):
+                d = d_model
+                return {"projections": 8 * n * d * d, "scores": 2 * n * n * d,
+                        "weighted_sum": 2 * n * n * d, "output_projection": 2 * n * d * d}
+            """, feedback="W_O was counted among the projections"),
+        Impl("n and d swapped", """
+            def attention_flops(n, d_model):
+                d = d_model
+                return {"projections": 6 * n * n * d, "scores": 2 * n * d * d,
+                        "weighted_sum": 2 * n * d * d, "output_projection": 2 * n * n * d}
+            """, feedback="n and d_model are swapped"),
+        Impl("counted product by product", """
+            def attention_flops(n, d_model):
+                def matmul(a, b, c):          # (a, b) @ (b, c): a*c dot products of length b
+                    return a * c * (b + b)     # b multiplies and b adds each
+                return {"projections": sum(matmul(n, d_model, d_model) for _ in "QKV"),
+                        "scores": matmul(n, d_model, n),
+                        "weighted_sum": matmul(n, n, d_model),
+                        "output_projection": matmul(n, d_model, d_model)}
+            """),
+        Impl("floats", """
+            def attention_flops(n, d_model):
+                n, d = float(n), float(d_model)
+                return dict(projections=6.0 * n * d ** 2, scores=2.0 * n ** 2 * d,
+                            weighted_sum=2.0 * d * n ** 2, output_projection=2.0 * n * d ** 2)
+            """),
+    ],
+    "fit_power_law": [
+        Impl("intercept instead of slope", """
+            def fit_power_law(sizes, costs):
+                return float(np.polyfit(np.log(sizes), np.log(costs), 1)[1])
+            """, feedback="this is the intercept"),
+        Impl("linear axes", """
+            def fit_power_law(sizes, costs):
+                return float(np.polyfit(sizes, costs, 1)[0])
+            """, feedback="fitted on linear axes"),
+        Impl("first and last point only", """
+            def fit_power_law(sizes, costs):
+                s, c = np.log(sizes), np.log(costs)
+                return float((c[-1] - c[0]) / (s[-1] - s[0]))
+            """, feedback="only the first and the last point"),
+        Impl("log2 and polyfit", """
+            def fit_power_law(sizes, costs):
+                return float(np.polyfit(np.log2(sizes), np.log2(costs), 1)[0])
+            """),
+        Impl("least squares by hand", """
+            def fit_power_law(sizes, costs):
+                x = [math.log10(s) for s in sizes]
+                y = [math.log10(c) for c in costs]
+                mx, my = sum(x) / len(x), sum(y) / len(y)
+                return (sum((a - mx) * (b - my) for a, b in zip(x, y))
+                        / sum((a - mx) ** 2 for a in x))
+            """),
+    ],
+    "online_softmax_attention": [
+        Impl("no rescale", """
+            def online_softmax_attention(Q, K, V, block_size=128):
+                m = np.full((len(Q), 1), -np.inf)
+                l = np.zeros((len(Q), 1))
+                acc = np.zeros((len(Q), V.shape[1]))
+                for start in range(0, len(K), block_size):
+                    s = Q @ K[start:start + block_size].T / np.sqrt(Q.shape[1])
+                    m = np.maximum(m, s.max(axis=1, keepdims=True))
+                    p = np.exp(s - m)
+                    l = l + p.sum(axis=1, keepdims=True)
+                    acc = acc + p @ V[start:start + block_size]
+                return acc / l
+            """, feedback="are not rescaled when the max changes"),
+        Impl("last partial block skipped", """
+            def online_softmax_attention(Q, K, V, block_size=128):
+                m = np.full((len(Q), 1), -np.inf)
+                l = np.zeros((len(Q), 1))
+                acc = np.zeros((len(Q), V.shape[1]))
+                for start in range(0, len(K) - len(K) % block_size, block_size):
+                    s = Q @ K[start:start + block_size].T / np.sqrt(Q.shape[1])
+                    m_new = np.maximum(m, s.max(axis=1, keepdims=True))
+                    p = np.exp(s - m_new)
+                    r = np.exp(m - m_new)
+                    l = l * r + p.sum(axis=1, keepdims=True)
+                    acc = acc * r + p @ V[start:start + block_size]
+                    m = m_new
+                return acc / l
+            """, feedback="skipped"),
+        Impl("normalised running output", """
+            def online_softmax_attention(Q, K, V, block_size=128):
+                m = np.full((len(Q), 1), -np.inf)
+                l = np.zeros((len(Q), 1))
+                out = np.zeros((len(Q), V.shape[1]))
+                for start in range(0, len(K), block_size):
+                    s = np.einsum("qd,kd->qk", Q, K[start:start + block_size]) / math.sqrt(Q.shape[1])
+                    m_new = np.maximum(m, s.max(axis=1, keepdims=True))
+                    p = np.exp(s - m_new)
+                    l_new = l * np.exp(m - m_new) + p.sum(axis=1, keepdims=True)
+                    out = out * (l * np.exp(m - m_new) / l_new) + (p @ V[start:start + block_size]) / l_new
+                    m, l = m_new, l_new
+                return out
+            """),
+        Impl("one query at a time", """
+            def online_softmax_attention(Q, K, V, block_size=128):
+                out = np.zeros((len(Q), V.shape[1]))
+                for i, q in enumerate(Q):
+                    m, l, acc = -math.inf, 0.0, np.zeros(V.shape[1])
+                    for start in range(0, len(K), block_size):
+                        s = K[start:start + block_size] @ q / math.sqrt(len(q))
+                        m_new = max(m, float(s.max()))
+                        p = np.exp(s - m_new)
+                        l = l * math.exp(m - m_new) + float(p.sum())
+                        acc = acc * math.exp(m - m_new) + p @ V[start:start + block_size]
+                        m = m_new
+                    out[i] = acc / l
+                return out
+            """),
+    ],
+}
+
+
+def test_every_exercise_has_at_least_two_wrong_and_one_right_implementation():
+    assert set(IMPLEMENTATIONS) >= set(EXERCISES)
+    for name, impls in IMPLEMENTATIONS.items():
+        assert sum(i.wrong for i in impls) >= 2, name
+        assert sum(not i.wrong for i in impls) >= 1, name
+
+
+# ------------------------------------------------------------ building submissions
+PRELUDE = "import math\nimport numpy as np\n"
+
+
+def exercise_cell(nb, name):
+    """Index of the code cell defining the exercise function ``name`` (the stub's cell)."""
+    for index, cell in enumerate(nb.cells):
+        if cell.cell_type == "code" and name in grading.defined_functions(cell.source)[0]:
+            return index
+    raise LookupError(f"no cell defines {name}")
+
+
+def replace_function(nb, name, source):
+    """Put ``source`` in place of the function ``name`` in its exercise cell."""
+    import ast
+    index = exercise_cell(nb, name)
+    cell = nb.cells[index]
+    tree = ast.parse(cell.source)
+    node = next(n for n in tree.body if isinstance(n, ast.FunctionDef) and n.name == name)
+    lines = cell.source.splitlines()
+    start = node.lineno - 1 - len(node.decorator_list)
+    cell.source = "\n".join(lines[:start] + (PRELUDE + source).splitlines()
+                            + lines[node.end_lineno:])
+    return index
+
+
+def insert_code(nb, index, source):
+    nb.cells.insert(index, nbformat.v4.new_code_cell(source))
+
+
+def variant_notebooks():
+    """``{(exercise, label): file name}`` and ``{file name: notebook}`` of the variants.
+
+    Notebook k of a lesson holds, for each exercise of the lesson, implementation
+    number k (rotated by the exercise's position, so wrong and right mix) of that
+    exercise. The implementations never call each other, so each exercise's
+    grade depends on its own implementation only.
+    """
+    where, notebooks = {}, {}
+    for lesson, exercises in LESSONS.items():
+        names = [e.name for e in exercises if e.name in IMPLEMENTATIONS]
+        if not names or not student_path(lesson).exists():
+            continue
+        count = max(len(IMPLEMENTATIONS[n]) for n in names)
+        for k in range(count):
+            nb = nbformat.read(str(student_path(lesson)), as_version=4)
+            file = f"variant_{lesson}_{k}.ipynb"
+            for offset, name in enumerate(names):
+                impls = IMPLEMENTATIONS[name]
+                impl = impls[(k + offset) % len(impls)]
+                replace_function(nb, name, impl.source)
+                where.setdefault((name, impl.label), file)
+            notebooks[file] = nb
+    return where, notebooks
+
+
+def impl(name, label):
+    return next(i for i in IMPLEMENTATIONS[name] if i.label == label).source
+
+
+LESSON03 = "03_softmax_and_attention"
+RIGHT_03 = {"softmax": impl("softmax", "log-sum-exp"), "causal_mask": impl("causal_mask", "comparison"),
+            "scaled_dot_product_attention": impl("scaled_dot_product_attention", "einsum")}
+
+
+def special_notebooks():
+    """Broken or unusual submissions (lessons 01 and 03): ``{file name: notebook}``."""
+    out = {}
+    if student_path("01_qkv_projections").exists():
+        def lesson01(source=impl("project_qkv", "einsum")):
+            nb = nbformat.read(str(student_path("01_qkv_projections")), as_version=4)
+            return nb, replace_function(nb, "project_qkv", source)
+
+        nb, i = lesson01()
+        insert_code(nb, i - 1, "import sys\nsys.exit(3)   # before the exercise")
+        out["sys_exit.ipynb"] = nb
+        nb, i = lesson01()
+        insert_code(nb, i + 2, "import sys\nsys.exit(3)   # after the last exercise")
+        out["sys_exit_after_last_exercise.ipynb"] = nb
+        nb, i = lesson01()
+        nb.cells[i].source = "def project_qkv(X, W_q, W_k, W_v):\n    return X @ W_q, X @ W_k X @ W_v\n"
+        out["syntax_error.ipynb"] = nb
+        nb, i = lesson01()
+        del nb.cells[i]
+        out["function_missing.ipynb"] = nb
+    if student_path(LESSON03).exists():
+        def lesson03(**sources):
+            nb = nbformat.read(str(student_path(LESSON03)), as_version=4)
+            for name, source in {**RIGHT_03, **sources}.items():
+                replace_function(nb, name, source)
+            return nb, exercise_cell(nb, "softmax")
+
+        nb, i = lesson03()
+        insert_code(nb, i + 2, "import time\ntime.sleep(10_000)   # hangs after the first exercise")
+        out["00_hangs.ipynb"] = nb
+        nb, i = lesson03()
+        insert_code(nb, i + 2, "import os\nos._exit(1)   # the kernel dies after the first exercise")
+        out["kernel_dies.ipynb"] = nb
+        nb, i = lesson03(softmax=impl("softmax", "naive exp overflows"))
+        insert_code(nb, i + 2, "from helpers.reference import softmax   # rebinds the name")
+        insert_code(nb, 2, "1 / 0   # a cell that raises, before the exercises")
+        out["rebound_after_error.ipynb"] = nb
+    return out
+
+
+def sha256(path):
+    return hashlib.sha256(path.read_bytes()).hexdigest()
+
+
+@pytest.fixture(scope="module")
+def run(tmp_path_factory):
+    """Grade every test submission in one command-line run; cache the gradebook."""
+    folder = tmp_path_factory.mktemp("class")    # outside the repository
+    files = {}
+    for kind, source in (("solutions", ROOT / "solutions"), ("untouched", ROOT / "notebooks")):
+        for path in sorted(source.glob("*.ipynb")):
+            target = folder / kind / path.name
+            target.parent.mkdir(exist_ok=True)
+            target.write_bytes(path.read_bytes())
+            files[f"{kind}/{path.name}"] = target
+    where, variants = variant_notebooks()
+    specials = special_notebooks()
+    for name, nb in {**variants, **specials}.items():
+        nbformat.write(nb, str(folder / name))
+        files[name] = folder / name
+    if student_path("01_qkv_projections").exists():   # a learner's download, metadata kept
+        renamed = folder / "downloads" / "Copy of 01_qkv_projections (2).ipynb"
+        renamed.parent.mkdir()
+        nb = nbformat.read(str(student_path("01_qkv_projections")), as_version=4)
+        replace_function(nb, "project_qkv", impl("project_qkv", "einsum"))
+        nbformat.write(nb, str(renamed))
+        files["renamed"] = renamed
+    before = {key: sha256(path) for key, path in files.items()}
+
+    json_out, csv_out = folder.parent / "gradebook.json", folder.parent / "gradebook.csv"
+    first = [str(folder / "00_hangs.ipynb")] if "00_hangs.ipynb" in specials else []
+    proc = subprocess.run(
+        [sys.executable, "-m", "helpers.grade", "--json", str(json_out), "--csv", str(csv_out),
+         "--jobs", "2", "--timeout", str(BATCH_TIMEOUT), *first, str(folder)],
+        cwd=ROOT, capture_output=True, text=True, timeout=600)
+    rows = json.loads(json_out.read_text()) if json_out.exists() else []
+    by_file = {}
+    for row in rows:
+        rel = Path(row["submission"]).relative_to(folder).as_posix()
+        by_file[rel] = row
+    by_file["renamed"] = by_file.get("downloads/Copy of 01_qkv_projections (2).ipynb")
+    with open(csv_out, newline="") as f:
+        csv_rows = list(csv.DictReader(f)) if csv_out.exists() else []
+    return {"proc": proc, "rows": rows, "by_file": by_file, "where": where, "files": files,
+            "before": before, "csv": csv_rows, "folder": folder}
+
+
+def row_of(run, file):
+    assert run["proc"].returncode == 0, run["proc"].stderr
+    return run["by_file"][file]
+
+
+# ------------------------------------------------------------ the lessons' own notebooks
+SOLUTIONS = sorted(p.name for p in (ROOT / "solutions").glob("*.ipynb"))
+STUDENTS = sorted(p.name for p in (ROOT / "notebooks").glob("*.ipynb"))
+
+
+def _lesson_ready(file):
+    lesson = Path(file).stem
+    if not LESSONS.get(lesson):
+        pytest.skip(f"lesson {lesson} has no exercises in helpers.exercises yet")
+
+
+@pytest.mark.parametrize("file", SOLUTIONS)
+def test_solution_notebook_gets_full_marks(run, file):
+    _lesson_ready(file)
+    row = row_of(run, f"solutions/{file}")
+    assert row["lesson"] == Path(file).stem
+    assert row["error"] is None
+    assert row["max_score"] == 10 * len(LESSONS[row["lesson"]])
+    assert row["score"] == row["max_score"]
+    assert all(e["passed"] for e in row["exercises"].values())
+
+
+@pytest.mark.parametrize("file", STUDENTS)
+def test_untouched_student_notebook_gets_zero_without_error(run, file):
+    _lesson_ready(file)
+    row = row_of(run, f"untouched/{file}")
+    assert row["lesson"] == Path(file).stem
+    assert row["error"] is None
+    assert row["score"] == 0
+    assert set(row["exercises"]) == {e.name for e in LESSONS[row["lesson"]]}
+    for exercise in row["exercises"].values():
+        assert exercise["points"] == 0 and "not attempted" in exercise["feedback"]
+
+
+# ------------------------------------------------------------ wrong and right implementations
+PARAMS = [pytest.param(name, impl, id=f"{name}-{impl.label}")
+          for name, impls in IMPLEMENTATIONS.items() for impl in impls]
+
+
+def _variant_row(run, name, impl):
+    lesson = lesson_of(name) if name in EXERCISES else None
+    if lesson is None or not student_path(lesson).exists():
+        pytest.skip(f"the student notebook of {name}'s lesson does not exist yet")
+    return row_of(run, run["where"][(name, impl.label)])
+
+
+@pytest.mark.parametrize("name, impl", [p for p in PARAMS if p.values[1].wrong])
+def test_wrong_implementation_loses_points_on_its_exercise_with_the_mistake_named(run, name, impl):
+    row = _variant_row(run, name, impl)
+    graded = row["exercises"][name]
+    assert graded["points"] < graded["max_points"]
+    assert not graded["passed"]
+    assert impl.feedback in graded["feedback"]
+    if impl.points is not None:
+        assert graded["points"] == impl.points
+
+
+@pytest.mark.parametrize("name, impl", [p for p in PARAMS if not p.values[1].wrong])
+def test_correct_but_different_implementation_gets_full_marks(run, name, impl):
+    row = _variant_row(run, name, impl)
+    graded = row["exercises"][name]
+    assert graded["passed"], graded["feedback"]
+    assert graded["points"] == graded["max_points"] == 10
+
+
+def test_a_wrong_exercise_costs_only_its_own_points(run):
+    """In each variant notebook, every exercise is graded on its own implementation."""
+    where = run["where"]
+    if not where:
+        pytest.skip("no student notebook exists yet")
+    for (name, label), file in where.items():
+        impl = next(i for i in IMPLEMENTATIONS[name] if i.label == label)
+        row = row_of(run, file)
+        expected_full = not impl.wrong
+        assert row["exercises"][name]["passed"] is expected_full, (file, name, label)
+    for file in set(where.values()):
+        row = row_of(run, file)
+        assert row["score"] == round(sum(e["points"] for e in row["exercises"].values()), 1)
+        assert row["error"] is None
+
+
+# ------------------------------------------------------------ broken submissions
+needs_lesson01 = pytest.mark.skipif(not student_path("01_qkv_projections").exists(),
+                                    reason="lesson 01's student notebook is missing")
+needs_lesson03 = pytest.mark.skipif(not student_path(LESSON03).exists(),
+                                    reason="lesson 03's student notebook is missing")
+
+
+@needs_lesson03
+def test_hanging_notebook_times_out_and_keeps_what_it_earned(run):
+    row = row_of(run, "00_hangs.ipynb")
+    assert "timed out" in row["error"]
+    assert row["exercises"]["softmax"]["points"] == 10
+    assert "never reached" in row["exercises"]["causal_mask"]["feedback"]
+
+
+@needs_lesson03
+def test_notebook_whose_kernel_dies_keeps_what_it_earned(run):
+    row = row_of(run, "kernel_dies.ipynb")
+    assert "kernel died" in row["error"]
+    assert row["exercises"]["softmax"]["points"] == 10
+    assert "never reached" in row["exercises"]["causal_mask"]["feedback"]
+
+
+@needs_lesson01
+def test_sys_exit_is_reported_and_grading_goes_on(run):
+    row = row_of(run, "sys_exit.ipynb")
+    assert "sys.exit" in row["error"]
+    assert row["score"] == 10
+
+
+@needs_lesson01
+def test_cells_after_the_last_exercise_do_not_run_by_default(run):
+    row = row_of(run, "sys_exit_after_last_exercise.ipynb")
+    assert row["error"] is None
+    assert row["score"] == 10
+
+
+@needs_lesson01
+def test_run_all_reports_a_crash_after_the_last_exercise_with_the_same_grade(run):
+    path = run["files"]["sys_exit_after_last_exercise.ipynb"]
+    row = asyncio.run(grading.grade_one(path, timeout=BATCH_TIMEOUT, run_all=True))
+    assert "sys.exit" in row["error"]
+    assert row["exercises"] == row_of(run, "sys_exit_after_last_exercise.ipynb")["exercises"]
+
+
+@needs_lesson01
+def test_syntax_error_in_the_exercise_cell_is_reported_and_scores_zero(run):
+    row = row_of(run, "syntax_error.ipynb")
+    assert "SyntaxError" in row["error"]
+    assert row["exercises"]["project_qkv"]["points"] == 0
+    assert "syntax error" in row["exercises"]["project_qkv"]["feedback"]
+
+
+@needs_lesson01
+def test_missing_exercise_function_is_reported_and_scores_zero(run):
+    row = row_of(run, "function_missing.ipynb")
+    assert "project_qkv is not defined" in row["error"]
+    assert row["score"] == 0
+
+
+@needs_lesson03
+def test_learners_function_is_graded_even_when_a_later_cell_rebinds_the_name(run):
+    row = row_of(run, "rebound_after_error.ipynb")
+    assert "overflow to NaN" in row["exercises"]["softmax"]["feedback"]
+    assert row["exercises"]["softmax"]["points"] < 10
+
+
+@needs_lesson03
+def test_a_cell_that_raises_does_not_stop_grading(run):
+    row = row_of(run, "rebound_after_error.ipynb")
+    assert row["exercises"]["causal_mask"]["points"] == 10
+    assert row["exercises"]["scaled_dot_product_attention"]["points"] == 10
+
+
+@needs_lesson01
+def test_renamed_download_outside_the_repository_is_recognised(run):
+    row = row_of(run, "renamed")
+    assert row["lesson"] == "01_qkv_projections"
+    assert row["score"] == row["max_score"] == 10
+
+
+def test_submission_files_are_byte_for_byte_unchanged(run):
+    after = {key: sha256(path) for key, path in run["files"].items()}
+    assert after == run["before"]
+
+
+def test_no_scratch_files_are_left_next_to_the_submissions(run):
+    files = {p for p in run["folder"].rglob("*") if p.is_file()}
+    assert files == set(run["files"].values())
+
+
+# ------------------------------------------------------------ outputs
+def test_every_submission_gets_a_row_and_exit_status_zero(run):
+    assert run["proc"].returncode == 0, run["proc"].stderr
+    assert len(run["rows"]) == len(run["files"])
+
+
+def test_json_rows_have_the_contract_keys(run):
+    for row in run["rows"]:
+        assert set(row) == {"submission", "lesson", "score", "max_score", "error", "exercises"}
+        for exercise in row["exercises"].values():
+            assert set(exercise) == {"points", "max_points", "passed", "feedback"}
+
+
+def test_csv_has_one_row_per_submission_and_one_column_per_exercise(run):
+    assert len(run["csv"]) == len(run["rows"])
+    header = list(run["csv"][0])
+    present = {name for row in run["rows"] for name in row["exercises"]}
+    assert header[:2] == ["submission", "lesson"] and header[-3:] == ["score", "max_score", "error"]
+    assert set(header[2:-3]) == present
+    for line, row in zip(run["csv"], run["rows"]):
+        assert float(line["score"]) == row["score"]
+        for name, exercise in row["exercises"].items():
+            assert float(line[name]) == exercise["points"]
+
+
+def test_terminal_shows_a_summary_table_and_progress(run):
+    out, err = run["proc"].stdout, run["proc"].stderr
+    assert out.splitlines()[0].split() == ["submission", "lesson", "score", "notes"]
+    for row in run["rows"]:
+        assert Path(row["submission"]).name[:30] in out
+    total = len(run["rows"])
+    assert f"[{total}/{total}]" in err
+
+
+# ------------------------------------------------------------ command line, no kernel needed
+def grade_cli(*args, cwd=ROOT):
+    return subprocess.run([sys.executable, "-m", "helpers.grade", *args], cwd=cwd,
+                          capture_output=True, text=True, timeout=120)
+
+
+@pytest.mark.parametrize("args, message", [
+    ((), "no submissions given"),
+    (("no/such/file.ipynb",), "no such file or folder"),
+    (("README.md",), "not a notebook"),
+    (("--jobs", "0", "notebooks"), "--jobs must be at least 1"),
+    (("--timeout", "0", "notebooks"), "--timeout must be positive"),
+])
+def test_usage_errors_exit_nonzero_with_a_clear_message(args, message):
+    proc = grade_cli(*args)
+    assert proc.returncode == 2
+    assert message in proc.stderr
+
+
+def test_empty_folder_is_a_usage_error(tmp_path):
+    proc = grade_cli(str(tmp_path))
+    assert proc.returncode == 2 and "holds no notebooks" in proc.stderr
+
+
+# ------------------------------------------------------------ recognising a lesson
+def _nb(*sources, lesson=None):
+    nb = nbformat.v4.new_notebook()
+    nb.cells = [nbformat.v4.new_code_cell(s) for s in sources]
+    if lesson:
+        nb.metadata["course"] = {"lesson": lesson}
+    return nb
+
+
+@pytest.mark.parametrize("nb, path, expected", [
+    (_nb("x = 1", lesson="01_qkv_projections"), "anything.ipynb", "01_qkv_projections"),
+    (_nb("%matplotlib inline\ndef project_qkv(X, W_q, W_k, W_v):\n    pass"), "a.ipynb",
+     "01_qkv_projections"),
+    (_nb("x = 1"), "Copy of 01_qkv_projections (2).ipynb", "01_qkv_projections"),
+    (_nb("x = 1"), "untitled.ipynb", None),
+    (_nb("x = 1", lesson="99_not_a_lesson"), "untitled.ipynb", None),
+], ids=["metadata", "defined functions", "file name", "nothing", "unknown metadata"])
+def test_recognise_lesson(nb, path, expected):
+    assert grading.recognise_lesson(nb, path) == expected
+
+
+def test_defined_functions_reads_ipython_syntax_and_reports_syntax_errors():
+    assert grading.defined_functions("!ls\ndef f(x):\n    return x\nclass C: pass") == (["f"], None)
+    names, error = grading.defined_functions("def g(x):\n    return x x")
+    assert names == ["g"] and error.startswith("SyntaxError")
