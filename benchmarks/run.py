@@ -54,19 +54,24 @@ def timed(fn):
     return time.perf_counter() - start
 
 
-def interleaved_medians(fns, repeat):
-    """Median seconds of each function, timed in turn (a, b, a, b, ...) after one warm-up each.
+def interleaved_times(fns, repeat):
+    """Median and best seconds of each function, timed in turn (a, b, a, b, ...).
 
     Timing them in turn means a burst of load from another program hits both alike, so
-    their ratio is steadier than either time alone.
+    their ratio is steadier than either time alone. The best (shortest) run is what a
+    quiet machine would show; the median is the headline figure.
+
+    Returns
+    -------
+    dict name -> (median seconds, best seconds)
     """
     for fn in fns.values():
-        fn()
+        fn()   # warm-up: caches, memory pages, BLAS threads
     times = {name: [] for name in fns}
     for _ in range(repeat):
         for name, fn in fns.items():
             times[name].append(timed(fn))
-    return {name: float(np.median(t)) for name, t in times.items()}
+    return {name: (float(np.median(t)), float(np.min(t))) for name, t in times.items()}
 
 
 def machine():
@@ -93,22 +98,25 @@ def bench_multi_head(repeat):
           f"({flops / 1e9:.2f} GFLOP a call); peak = {MATMUL_SIZE} x {MATMUL_SIZE} A @ A; "
           f"median of {repeat}, timed in turn")
     print(f"   {'dtype':<8} {'A @ A':>14} {'attention':>11} {'GFLOP/s':>8} {'share of peak':>14}  "
-          f"target >= {TARGET_SHARE:.0%}")
+          f"target >= {TARGET_SHARE:.0%}   (best runs: share)")
     rng = np.random.default_rng(0)
     met = True
     for dtype in (np.float64, np.float32):
         A = rng.standard_normal((MATMUL_SIZE, MATMUL_SIZE)).astype(dtype)
         X = rng.standard_normal((n, d)).astype(dtype)
         W = [(rng.standard_normal((d, d)) / np.sqrt(d)).astype(dtype) for _ in range(4)]
-        t = interleaved_medians({"matmul": lambda: A @ A,
-                                 "mha": lambda: reference.multi_head_attention(X, *W, h)},
-                                repeat)
-        peak = 2 * MATMUL_SIZE ** 3 / t["matmul"]
-        rate = flops / t["mha"]
+        t = interleaved_times({"matmul": lambda: A @ A,
+                               "mha": lambda: reference.multi_head_attention(X, *W, h)},
+                              repeat)
+        peak = 2 * MATMUL_SIZE ** 3 / t["matmul"][0]       # FLOP/s of the medians
+        rate = flops / t["mha"][0]
         share = rate / peak
+        best_share = (flops / t["mha"][1]) / (2 * MATMUL_SIZE ** 3 / t["matmul"][1])
         met &= share >= TARGET_SHARE
-        print(f"   {np.dtype(dtype).name:<8} {peak / 1e9:>8.1f} GF/s {1e3 * t['mha']:>8.1f} ms "
-              f"{rate / 1e9:>8.1f} {share:>13.0%}  {verdict(share >= TARGET_SHARE)}")
+        print(f"   {np.dtype(dtype).name:<8} {peak / 1e9:>8.1f} GF/s {1e3 * t['mha'][0]:>8.1f} ms "
+              f"{rate / 1e9:>8.1f} {share:>13.0%}  {verdict(share >= TARGET_SHARE):<8}"
+              f"      ({best_share:.0%}: A @ A {2 * MATMUL_SIZE ** 3 / t['matmul'][1] / 1e9:.1f} "
+              f"GF/s, attention {1e3 * t['mha'][1]:.1f} ms)")
     return met
 
 
@@ -128,17 +136,19 @@ def bench_online(repeat):
 
     diff = float(np.max(np.abs(tiled() - naive())))
     peak = {"naive": traced_peak(naive), "tiled": traced_peak(tiled)}
-    t = interleaved_medians({"naive": naive, "tiled": tiled}, repeat)
+    t = interleaved_times({"naive": naive, "tiled": tiled}, repeat)
     memory_ratio = peak["tiled"] / peak["naive"]
-    time_ratio = t["tiled"] / t["naive"]
+    time_ratio = t["tiled"][0] / t["naive"][0]
+    best_ratio = t["tiled"][1] / t["naive"][1]
     print(f"   largest |tiled - naive|: {diff:.1e}   target <= {TARGET_DIFF:.0e}: "
           f"{verdict(diff <= TARGET_DIFF)}")
     print(f"   peak traced memory: naive {format_bytes(peak['naive'])}, tiled "
           f"{format_bytes(peak['tiled'])} = {memory_ratio:.1%} of naive   "
           f"target <= {TARGET_MEMORY:.0%}: {verdict(memory_ratio <= TARGET_MEMORY)}")
-    print(f"   median time (of {repeat}, in turn): naive {1e3 * t['naive']:.1f} ms, tiled "
-          f"{1e3 * t['tiled']:.1f} ms = {time_ratio:.2f}x naive   "
-          f"target <= {TARGET_TIME:.0f}x: {verdict(time_ratio <= TARGET_TIME)}")
+    print(f"   median time (of {repeat}, in turn): naive {1e3 * t['naive'][0]:.1f} ms, tiled "
+          f"{1e3 * t['tiled'][0]:.1f} ms = {time_ratio:.2f}x naive   "
+          f"target <= {TARGET_TIME:.0f}x: {verdict(time_ratio <= TARGET_TIME)}   "
+          f"(best runs: {1e3 * t['naive'][1]:.1f} / {1e3 * t['tiled'][1]:.1f} ms = {best_ratio:.2f}x)")
     return diff <= TARGET_DIFF and memory_ratio <= TARGET_MEMORY and time_ratio <= TARGET_TIME
 
 
