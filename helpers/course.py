@@ -86,3 +86,16 @@ else:
 def setup_cell_source(repository=REPOSITORY):
     """The source of the setup cell that opens every lesson (its first code cell)."""
     return _SETUP_CELL.format(repository=repository, folder=folder_name(repository))
+
+
+def readme_badges(lessons=()):
+    """Markdown for the README: the Binder badge, then one Colab badge per lesson file name."""
+    lines = [binder_badge("notebooks")]
+    lines += [f"- `{name}`: {colab_badge(f'notebooks/{name}')}" for name in lessons]
+    return "\n".join(lines)
+
+
+if __name__ == "__main__":   # python -m helpers.course: the badges to paste into README.md
+    from pathlib import Path
+    print(readme_badges(sorted(p.name for p in (Path(__file__).resolve().parents[1] / "notebooks")
+                               .glob("*.ipynb"))))

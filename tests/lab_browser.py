@@ -285,5 +285,8 @@ class LabPage:
                                              return o.scrollHeight; }""")
         self.page.set_viewport_size({"width": size["width"], "height": min(int(height) + 200, 16000)})
         time.sleep(0.5)
+        self.page.evaluate("""() => { const n = window.__courseNotebook.content.node;
+                                     (n.querySelector('.jp-WindowedPanel-outer') || n).scrollTop = 0; }""")
+        time.sleep(0.5)
         self.page.screenshot(path=str(path))
         self.page.set_viewport_size(size)

@@ -3,6 +3,7 @@
 import re
 from pathlib import Path
 
+import pytest
 import yaml
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -53,3 +54,36 @@ def test_ipywidgets_range_covers_colab():
     line = next(l for l in (ROOT / "requirements.txt").read_text().splitlines()
                 if l.startswith("ipywidgets"))
     assert ">=7.7" in line and "<9" in line
+
+
+# --- Binder (repo2docker) and conda: checked statically, conda cannot be reached here ---------
+
+def requirement_specs(lines):
+    from packaging.requirements import Requirement
+    specs = {}
+    for line in lines:
+        line = line.split("#")[0].strip()
+        if line and not line.startswith("-"):
+            req = Requirement(line)
+            specs[req.name.lower().replace("_", "-")] = req.specifier
+    return specs
+
+
+def test_environment_yml_is_a_named_conda_environment():
+    env = yaml.safe_load((ROOT / "environment.yml").read_text())
+    assert isinstance(env, dict) and env.get("name") and env.get("channels")
+    assert not (ROOT / "environment.yaml").exists(), "repo2docker reads environment.yml, not .yaml"
+
+
+def test_environment_yml_pip_section_has_the_same_bounds_as_requirements():
+    pip = pip_section()
+    if pip == ["-r requirements.txt"]:
+        pytest.skip("environment.yml installs requirements.txt itself")
+    assert requirement_specs(pip) == requirement_specs((ROOT / "requirements.txt").read_text().splitlines())
+
+
+def test_environment_yml_pip_section_has_no_local_reference():
+    # micromamba (Binder) resolves `-r file` against a temporary copy in /tmp, and a local
+    # reference makes repo2docker rebuild the environment on every commit.
+    local = [line for line in pip_section() if str(line).lstrip().startswith(("-r", "-c", "-e", ".", "/"))]
+    assert not local, f"environment.yml pip section refers to local files: {local}"
