@@ -176,8 +176,10 @@ def attention(Q, K, V, mask=None, *, scale=True, fill=-np.inf, after=False, reno
               axis=-1, fix_empty=True, soft=stable, swap=False):
     """A hand-written attention with switches for each mistake (independent of the module)."""
     s = Q @ K.T
-    if scale:
+    if scale is True:
         s = s / np.sqrt(Q.shape[1])
+    elif scale:
+        s = s / scale
     if mask is not None and not after:
         s = np.where(mask, s, fill)
         if fix_empty:
@@ -201,6 +203,10 @@ def attention(Q, K, V, mask=None, *, scale=True, fill=-np.inf, after=False, reno
 
 ATTENTION_WRONG = {
     "no scaling": (lambda Q, K, V, mask=None: attention(Q, K, V, mask, scale=False), "not scaled"),
+    "divided by d_k": (lambda Q, K, V, mask=None: attention(Q, K, V, mask, scale=Q.shape[1]),
+                       "by d_k instead of sqrt(d_k)"),
+    "scaled by the global d_k": (lambda Q, K, V, mask=None: attention(Q, K, V, mask, scale=2.0),
+                                 "the notebook's global d_k"),
     "softmax over columns": (lambda Q, K, V, mask=None: attention(Q, K, V, mask, axis=0),
                              "runs down the columns"),
     "outputs swapped": (lambda Q, K, V, mask=None: attention(Q, K, V, mask, swap=True), "swapped"),

@@ -26,6 +26,7 @@ import numpy as np
 
 from .. import reference
 from ..checking import Case, Exercise, Mistake
+from .lesson02 import NOTEBOOK_D_K
 
 
 # ------------------------------------------------------------------ softmax
@@ -167,8 +168,10 @@ def _attend(Q, K, V, mask=None, *, scale=True, fill=-np.inf, after=False, axis=-
             zero_empty=True, naive=False, swap=False):
     """Attention with one thing changed: used to reproduce each mistake."""
     scores = Q @ K.T
-    if scale:
+    if scale is True:
         scores = scores / np.sqrt(Q.shape[-1])
+    elif scale:                                      # a wrong number to divide by
+        scores = scores / scale(Q) if callable(scale) else scores / scale
     if mask is not None and not after:
         scores = np.where(mask, scores, fill)
     soft = _naive_softmax if naive else _plain_softmax
@@ -239,6 +242,11 @@ _INVERTED = ("the mask is inverted: True means 'may attend', so keep the scores 
 ATTENTION_MISTAKES = [
     Mistake("the scores are not scaled: divide Q @ K.T by sqrt(d_k) before the softmax.",
             lambda Q, K, V, mask=None: _attend(Q, K, V, mask, scale=False)),
+    Mistake("divided the scores by d_k instead of sqrt(d_k).",
+            lambda Q, K, V, mask=None: _attend(Q, K, V, mask, scale=lambda Q: Q.shape[-1])),
+    Mistake(f"scaled by sqrt({NOTEBOOK_D_K}): that is the notebook's global d_k, not this "
+            f"input's. Read d_k from the input inside the function: d_k = Q.shape[-1].",
+            lambda Q, K, V, mask=None: _attend(Q, K, V, mask, scale=np.sqrt(NOTEBOOK_D_K))),
     Mistake("the softmax runs down the columns (axis 0): each query's row of weights must "
             "sum to 1, so normalise along the last axis.",
             lambda Q, K, V, mask=None: _attend(Q, K, V, mask, axis=0)),
