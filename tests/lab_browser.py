@@ -31,7 +31,8 @@ CHROMIUM_NAMES = ["chromium", "chromium-browser", "google-chrome", "google-chrom
 def find_chromium():
     """The Chromium to drive: ``$CHROMIUM`` if set, else the first one on PATH (or None)."""
     if os.environ.get("CHROMIUM"):
-        return os.environ["CHROMIUM"]
+        path = shutil.which(os.environ["CHROMIUM"])
+        return path if path and os.access(path, os.X_OK) else None
     return next((shutil.which(name) for name in CHROMIUM_NAMES if shutil.which(name)), None)
 
 
@@ -43,7 +44,8 @@ def unavailable_reason(python=sys.executable):
         return ("Playwright's Python package is not installed "
                 "(pip install -r requirements-browser.txt; .ci/run does it)")
     if find_chromium() is None:
-        return "no Chromium on PATH (apt-get install chromium; .ci/run does it)"
+        return ("no Chromium found ($CHROMIUM, or chromium on PATH; "
+                "apt-get install chromium; .ci/run does it)")
     probe = subprocess.run([python, "-c", "import jupyterlab"], capture_output=True)
     if probe.returncode != 0:
         return f"JupyterLab is not installed for {python}"
