@@ -88,6 +88,9 @@ def machine():
                      "OPENBLAS_CORETYPE", "OPENBLAS_L2_SIZE"):
         if variable in os.environ:
             print(f"  note: {variable}={os.environ[variable]} is set (it changes BLAS speed)")
+    if "OPENBLAS_CORETYPE" in os.environ:
+        print("  (for this machine's best BLAS kernel: "
+              "env -u OPENBLAS_CORETYPE -u OPENBLAS_L2_SIZE .venv/bin/python benchmarks/run.py)")
 
 
 # --------------------------------------------------------------------------- 1
