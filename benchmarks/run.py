@@ -41,6 +41,7 @@ TARGET_SHARE = 0.35
 TARGET_DIFF = 1e-10
 TARGET_MEMORY = 0.10
 TARGET_TIME = 2.0
+TARGET_RUN_ALL = 10.0       # seconds: every untouched student notebook, well under this
 
 
 def verdict(ok):
@@ -157,7 +158,8 @@ def bench_online(repeat):
 
 # --------------------------------------------------------------------------- 3
 def bench_notebooks(timeout):
-    print("\n3. Run All of each student notebook (fresh kernel, kernel start included)")
+    print(f"\n3. Run All of each student notebook (fresh kernel, kernel start included; "
+          f"target well under {TARGET_RUN_ALL:.0f} s)")
     try:
         import nbformat
         from nbclient import NotebookClient
@@ -182,7 +184,8 @@ def bench_notebooks(timeout):
                   for o in c.get("outputs", []) if o.output_type == "error"]
         if errors and status == "ok":
             status = f"{len(errors)} cell(s) raised: {', '.join(sorted(set(errors)))}"
-        print(f"   {path.name:<34} {seconds:>6.1f} s   {status}")
+        print(f"   {path.name:<34} {seconds:>6.1f} s   {status:<4} "
+              f"{verdict(seconds < TARGET_RUN_ALL) if status == 'ok' else ''}")
 
 
 def main(argv=None):
