@@ -1,0 +1,37 @@
+"""benchmarks/run.py runs and prints every figure it promises (at tiny sizes; no timing asserted)."""
+
+import importlib.util
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+@pytest.fixture
+def bench(monkeypatch):
+    spec = importlib.util.spec_from_file_location("bench_run", ROOT / "benchmarks" / "run.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    monkeypatch.setattr(module, "MATMUL_SIZE", 64)
+    monkeypatch.setattr(module, "MHA", dict(n=16, d_model=32, num_heads=4))
+    monkeypatch.setattr(module, "ONLINE", dict(n=300, d=8, block_size=64))
+    return module
+
+
+def test_benchmark_prints_multi_head_share_for_both_dtypes(bench, capsys):
+    bench.bench_multi_head(repeat=1)
+    out = capsys.readouterr().out
+    assert "float64" in out and "float32" in out and "share of peak" in out
+
+
+def test_benchmark_prints_online_difference_memory_and_time(bench, capsys):
+    assert bench.bench_online(repeat=1) in (True, False)
+    out = capsys.readouterr().out
+    assert "largest |tiled - naive|" in out
+    assert "peak traced memory" in out and "median time" in out
+
+
+def test_benchmark_main_without_notebooks_exits_0_with_a_summary(bench, capsys):
+    assert bench.main(["--no-notebooks", "--repeat", "1"]) == 0
+    assert "summary:" in capsys.readouterr().out
