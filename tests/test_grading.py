@@ -65,13 +65,6 @@ IMPLEMENTATIONS = {
             def project_qkv(X, W_q, W_k, W_v):
                 return X @ W_q.T, X @ W_k.T, X @ W_v.T
             """, feedback="the weight matrices were used transposed"),
-        # Wrong only for a single token: 1 of the 5 hidden cases has n = 1, so 4/5 of 10.
-        Impl("wrong for one token", """
-            def project_qkv(X, W_q, W_k, W_v):
-                if len(X) == 1:
-                    return X @ W_q, X @ W_k, 2 * X @ W_v
-                return X @ W_q, X @ W_k, X @ W_v
-            """, feedback="V has the right shape but wrong values", points=8.0),
         Impl("einsum", """
             def project_qkv(X, W_q, W_k, W_v):
                 return tuple(np.einsum("nd,dk->nk", X, W) for W in (W_q, W_k, W_v))
@@ -114,12 +107,7 @@ IMPLEMENTATIONS = {
             def softmax(x, axis=-1):
                 e = np.exp(x - x.max(axis=-1, keepdims=True))
                 return e / e.sum(axis=-1, keepdims=True)
-            """, feedback="the axis argument is ignored"),
-        Impl("maximum of the whole array", """
-            def softmax(x, axis=-1):
-                e = np.exp(x - x.max())
-                return e / e.sum(axis=axis, keepdims=True)
-            """, feedback="maximum of the whole array"),
+            """, feedback="the axis argument is ignored", points=8.3),   # 1 hidden case of 6 uses axis
         Impl("log-sum-exp", """
             def softmax(x, axis=-1):
                 m = np.max(x, axis=axis, keepdims=True)
@@ -142,10 +130,6 @@ IMPLEMENTATIONS = {
             def causal_mask(n):
                 return np.triu(np.ones((n, n), dtype=bool))
             """, feedback="upside down"),
-        Impl("diagonal excluded", """
-            def causal_mask(n):
-                return np.tril(np.ones((n, n), dtype=bool), k=-1)
-            """, feedback="the diagonal is excluded"),
         Impl("not boolean", """
             def causal_mask(n):
                 return np.tril(np.ones((n, n)))
@@ -176,18 +160,6 @@ IMPLEMENTATIONS = {
                 w = np.divide(e, total, out=np.zeros_like(e), where=total > 0)
                 return w @ V, w
             """, feedback="the scores are not scaled"),
-        Impl("mask inverted", """
-            def scaled_dot_product_attention(Q, K, V, mask=None):
-                s = Q @ K.T / np.sqrt(Q.shape[-1])
-                if mask is not None:
-                    s = np.where(mask, -np.inf, s)
-                m = s.max(axis=-1, keepdims=True)
-                m[~np.isfinite(m)] = 0
-                e = np.exp(s - m)
-                total = e.sum(axis=-1, keepdims=True)
-                w = np.divide(e, total, out=np.zeros_like(e), where=total > 0)
-                return w @ V, w
-            """, feedback="the mask is inverted"),
         Impl("fully masked row gives NaN", """
             def scaled_dot_product_attention(Q, K, V, mask=None):
                 s = Q @ K.T / np.sqrt(Q.shape[-1])
@@ -196,7 +168,7 @@ IMPLEMENTATIONS = {
                 e = np.exp(s - s.max(axis=-1, keepdims=True))
                 w = e / e.sum(axis=-1, keepdims=True)
                 return w @ V, w
-            """, feedback="a fully masked row is NaN"),
+            """, feedback="a fully masked row is NaN", points=8.0),   # 1 hidden case of 5 has one
         Impl("einsum", """
             def scaled_dot_product_attention(Q, K, V, mask=None):
                 s = np.einsum("qd,kd->qk", Q, K) / math.sqrt(Q.shape[1])
@@ -254,9 +226,8 @@ IMPLEMENTATIONS = {
             def merge_heads(H):
                 return np.concatenate(list(H), axis=0)
             """, feedback="stacked under each other"),
-        Impl("concatenate", """
-            def merge_heads(H):
-                return np.concatenate(list(H), axis=-1)
+        Impl("lambda with concatenate", """
+            merge_heads = lambda H: np.concatenate(list(H), axis=-1)
             """),
         Impl("loops", """
             def merge_heads(H):
@@ -301,19 +272,6 @@ IMPLEMENTATIONS = {
                     maps.append(w)
                 return np.concatenate(heads, axis=1) @ W_o, np.stack(maps)
             """, feedback="sqrt(d_model) instead of sqrt(d_head)"),
-        Impl("split without transpose", """
-            def multi_head_attention(X, W_q, W_k, W_v, W_o, num_heads, mask=None):
-                n, d_model = X.shape
-                d = d_model // num_heads
-                Qh, Kh, Vh = ((X @ W).reshape(num_heads, n, d) for W in (W_q, W_k, W_v))
-                s = Qh @ Kh.transpose(0, 2, 1) / np.sqrt(d)
-                if mask is not None:
-                    s = np.where(mask, s, -np.inf)
-                e = np.exp(s - s.max(axis=-1, keepdims=True))
-                w = e / e.sum(axis=-1, keepdims=True)
-                out = (w @ Vh).transpose(1, 0, 2).reshape(n, d_model)
-                return out @ W_o, w
-            """, feedback="split without transposing"),
         Impl("loop over heads", """
             def multi_head_attention(X, W_q, W_k, W_v, W_o, num_heads, mask=None):
                 n, d_model = X.shape
@@ -358,12 +316,6 @@ IMPLEMENTATIONS = {
                 return {"projections": 8 * n * d * d, "scores": 2 * n * n * d,
                         "weighted_sum": 2 * n * n * d, "output_projection": 2 * n * d * d}
             """, feedback="W_O was counted among the projections"),
-        Impl("n and d swapped", """
-            def attention_flops(n, d_model):
-                d = d_model
-                return {"projections": 6 * n * n * d, "scores": 2 * n * d * d,
-                        "weighted_sum": 2 * n * d * d, "output_projection": 2 * n * n * d}
-            """, feedback="n and d_model are swapped"),
         Impl("counted product by product", """
             def attention_flops(n, d_model):
                 def matmul(a, b, c):          # (a, b) @ (b, c): a*c dot products of length b
@@ -389,11 +341,6 @@ IMPLEMENTATIONS = {
             def fit_power_law(sizes, costs):
                 return float(np.polyfit(sizes, costs, 1)[0])
             """, feedback="fitted on linear axes"),
-        Impl("first and last point only", """
-            def fit_power_law(sizes, costs):
-                s, c = np.log(sizes), np.log(costs)
-                return float((c[-1] - c[0]) / (s[-1] - s[0]))
-            """, feedback="only the first and the last point"),
         Impl("log2 and polyfit", """
             def fit_power_law(sizes, costs):
                 return float(np.polyfit(np.log2(sizes), np.log2(costs), 1)[0])
@@ -886,5 +833,6 @@ def test_recognise_lesson(nb, path, expected):
 
 def test_defined_functions_reads_ipython_syntax_and_reports_syntax_errors():
     assert grading.defined_functions("!ls\ndef f(x):\n    return x\nclass C: pass") == (["f"], None)
+    assert grading.defined_functions("g = lambda x: x\nf = check('f', f)") == (["g"], None)
     names, error = grading.defined_functions("def g(x):\n    return x x")
     assert names == ["g"] and error.startswith("SyntaxError")

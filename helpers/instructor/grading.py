@@ -130,6 +130,8 @@ def _python_source(source):
 def defined_functions(source):
     """Names of the functions a cell's code defines at top level, and its syntax error.
 
+    A function is defined by ``def name(...)`` or by an assignment ``name = ...``
+    (a lambda, say) -- except ``name = check(...)``, the lesson's check cell.
     Returns ``(names, error)``: ``error`` is None, or a one-line description of the
     syntax error (then ``names`` comes from a plain-text scan of ``def name(``).
     """
@@ -140,8 +142,17 @@ def defined_functions(source):
     except SyntaxError as exc:
         names = re.findall(r"^def\s+([A-Za-z_]\w*)\s*\(", code, flags=re.MULTILINE)
         return names, f"SyntaxError: {exc.msg} (line {exc.lineno})"
-    names = [node.name for node in tree.body
-             if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef))]
+    names = []
+    for node in tree.body:
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            names.append(node.name)
+        elif isinstance(node, (ast.Assign, ast.AnnAssign)):
+            value = node.value
+            if (isinstance(value, ast.Call) and isinstance(value.func, ast.Name)
+                    and value.func.id == "check"):
+                continue
+            targets = node.targets if isinstance(node, ast.Assign) else [node.target]
+            names += [t.id for t in targets if isinstance(t, ast.Name)]
     return names, None
 
 
@@ -225,6 +236,13 @@ def _kernel_env():
     }
 
 
+# ipykernel_launcher, minus the debugger: ipykernel imports debugpy when it can (a
+# quarter of a second per kernel, for a debugger nobody attaches while grading).
+_LAUNCHER = ("import sys; sys.path[0:1] = [] if sys.path and sys.path[0] == '' else sys.path[0:1]; "
+             "sys.modules['debugpy'] = None; "
+             "from ipykernel import kernelapp; kernelapp.launch_new_instance()")
+
+
 def _kernel_manager():
     """A kernel manager for the ``python3`` kernel of *this* interpreter (e.g. the venv's)."""
     from jupyter_client import AsyncKernelManager
@@ -232,9 +250,9 @@ def _kernel_manager():
 
     class ThisPython(KernelSpecManager):
         def get_kernel_spec(self, kernel_name):
-            return KernelSpec(
-                argv=[sys.executable, "-m", "ipykernel_launcher", "-f", "{connection_file}"],
-                display_name="Python 3 (grader)", language="python", env=_kernel_env())
+            return KernelSpec(argv=[sys.executable, "-c", _LAUNCHER, "-f", "{connection_file}"],
+                              display_name="Python 3 (grader)", language="python",
+                              env=_kernel_env())
 
     return AsyncKernelManager(kernel_name="python3", kernel_spec_manager=ThisPython())
 
@@ -393,10 +411,11 @@ async def grade_one(path, timeout=DEFAULT_TIMEOUT, label=None, run_all=False):
         shutil.rmtree(workdir, ignore_errors=True)
 
     errors = list(syntax_errors)
-    at_cell = None
-    if at is not None:
-        at_cell = numbers[at] if numbers[at] is not None else (numbers[at - 1] if at else None)
-    where = f" in cell {at_cell}" if at_cell else ""
+    where = ""
+    if at is not None and numbers[at] is not None:
+        where = f" in cell {numbers[at]}"
+    elif at:   # in a grader cell: while running the learner's function on the hidden cases
+        where = f" while grading the function of cell {numbers[at - 1]}"
     if problem == "timeout":
         errors.append(f"timed out after {timeout:g} s{where}; the kernel was killed")
     elif problem == "died":
