@@ -798,6 +798,7 @@ def grade_cli(*args, cwd=ROOT):
     (("README.md",), "not a notebook"),
     (("--jobs", "0", "notebooks"), "--jobs must be at least 1"),
     (("--timeout", "0", "notebooks"), "--timeout must be positive"),
+    (("--json", "no/such/folder/grades.json", "notebooks"), "does not exist"),
 ])
 def test_usage_errors_exit_nonzero_with_a_clear_message(args, message):
     proc = grade_cli(*args)

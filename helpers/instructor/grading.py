@@ -605,13 +605,16 @@ def main(argv=None):
         submissions = collect(args.submissions)
     except UsageError as exc:
         parser.error(str(exc))
+    for option, target in (("--json", args.json), ("--csv", args.csv)):
+        if target and not Path(target).resolve().parent.is_dir():
+            parser.error(f"{option} {target}: the folder {Path(target).parent} does not exist")
     print(f"grading {len(submissions)} submission(s), {args.jobs} at a time, "
           f"time limit {args.timeout:g} s each", file=sys.stderr)
     rows = asyncio.run(_grade_all(submissions, args.timeout, args.jobs,
                                   _progress_printer(sys.stderr), args.run_all))
+    print(summary_table(rows))
     if args.json:
         write_json(rows, args.json)
     if args.csv:
         write_csv(rows, args.csv)
-    print(summary_table(rows))
     return 0
