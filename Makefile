@@ -23,8 +23,9 @@ $(STAMP): requirements.txt pyproject.toml
 	$(PY) -m pip install --quiet -r requirements.txt -e .
 	@touch $(STAMP)
 
+# As root (a container, a cloud VM) JupyterLab refuses to start without --allow-root.
 lab: $(STAMP)
-	$(VENV)/bin/jupyter lab notebooks/
+	$(VENV)/bin/jupyter lab notebooks/$(if $(filter 0,$(shell id -u 2>/dev/null)), --allow-root)
 
 test: $(STAMP)
 	$(PY) -m pytest
