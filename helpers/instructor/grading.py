@@ -419,7 +419,7 @@ async def grade_one(path, timeout=DEFAULT_TIMEOUT, label=None, run_all=False):
     if problem == "timeout":
         errors.append(f"timed out after {timeout:g} s{where}; the kernel was killed")
     elif problem == "died":
-        errors.append(f"the kernel died{where} (os._exit, a crash, or exit())")
+        errors.append(f"the kernel died{where} (os._exit, os.kill, a crash, out of memory?)")
     elif problem:
         errors.append(f"could not run the notebook: {problem}")
     for number, message in _cell_errors(run_nb, numbers).items():
@@ -544,7 +544,8 @@ def summary_table(rows):
     for row in rows:
         score = f"{row['score']:g}/{row['max_score']:g}"
         notes = row["error"] or ", ".join(
-            f"{name} {e['points']:g}/{e['max_points']:g}"
+            f"{name} not attempted" if "not attempted" in e["feedback"]
+            else f"{name} {e['points']:g}/{e['max_points']:g}"
             for name, e in row["exercises"].items() if not e["passed"]) or "all passed"
         lines.append((_short(Path(row["submission"]).name, 40), row["lesson"] or "?", score,
                       _short(notes, 70)))
