@@ -37,6 +37,7 @@ The feedback names the mistake the way the notebook's own checks do.
 
 import argparse
 import asyncio
+import atexit
 import csv
 import json
 import os
@@ -45,6 +46,7 @@ import shutil
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 import warnings
 from pathlib import Path
@@ -293,18 +295,29 @@ async def _run_notebook(nb, workdir, timeout):
             elif exc is not None:   # the kernel failed to start, protocol trouble ...
                 problem = f"{type(exc).__name__}: {exc}"
     finally:
-        if not task.done():
-            task.cancel()
-        await _kill(km)
+        # Also on cancellation (Ctrl-C): let the client unwind first, so that a kernel
+        # still starting up is known to its manager, then make sure it is dead.
+        try:
+            if not task.done():
+                task.cancel()
+                await asyncio.wait({task}, timeout=10)
+        finally:
+            await _kill(km)
+            atexit.unregister(client._cleanup_kernel)   # nbclient's own exit hook, now moot
     return problem, current["index"]
 
 
 async def _kill(km):
+    """Kill the kernel, even one interrupted half-way through starting up."""
     try:
         if km.has_kernel:
             await km.shutdown_kernel(now=True)
     except Exception:
         pass
+    process = getattr(getattr(km, "provisioner", None), "process", None)
+    if process is not None and process.poll() is None:
+        process.kill()
+        process.wait()
 
 
 def _cell_errors(nb, numbers):
@@ -473,7 +486,43 @@ def grade_all(paths, timeout=DEFAULT_TIMEOUT, jobs=1, progress=None, run_all=Fal
     Returns the rows in the order of the submissions.
     """
     submissions = collect(paths)
-    return asyncio.run(_grade_all(submissions, timeout, jobs, progress, run_all))
+    return _run(_grade_all(submissions, timeout, jobs, progress, run_all))
+
+
+def _run(coro):
+    """Run ``coro`` to the end on an event loop in a worker thread; return its result.
+
+    Off the main thread, nbclient installs no SIGINT handler of its own (it would
+    only stop one notebook), so Ctrl-C stops the whole run: the pending notebooks
+    are cancelled and KeyboardInterrupt is raised. (A kernel that outlives the
+    grader exits by itself: ipykernel watches its parent process.)
+    """
+    started, outcome = threading.Event(), {}
+
+    async def main():
+        outcome["loop"], outcome["task"] = asyncio.get_running_loop(), asyncio.current_task()
+        started.set()
+        return await coro
+
+    def worker():
+        try:
+            outcome["value"] = asyncio.run(main())
+        except BaseException as exc:
+            outcome["error"] = exc
+
+    thread = threading.Thread(target=worker, name="grader", daemon=True)
+    thread.start()
+    try:
+        while thread.is_alive():
+            thread.join(0.2)
+    except KeyboardInterrupt:
+        if started.wait(5):
+            outcome["loop"].call_soon_threadsafe(outcome["task"].cancel)
+        thread.join(60)
+        raise
+    if "error" in outcome:
+        raise outcome["error"]
+    return outcome["value"]
 
 
 def _quiet_leftovers(loop, context):
@@ -611,8 +660,16 @@ def main(argv=None):
             parser.error(f"{option} {target}: the folder {Path(target).parent} does not exist")
     print(f"grading {len(submissions)} submission(s), {args.jobs} at a time, "
           f"time limit {args.timeout:g} s each", file=sys.stderr)
-    rows = asyncio.run(_grade_all(submissions, args.timeout, args.jobs,
-                                  _progress_printer(sys.stderr), args.run_all))
+    try:
+        rows = _run(_grade_all(submissions, args.timeout, args.jobs,
+                               _progress_printer(sys.stderr), args.run_all))
+    except KeyboardInterrupt:
+        print("\ninterrupted: the kernels were stopped; no gradebook written", file=sys.stderr)
+        sys.stdout.flush()
+        sys.stderr.flush()
+        # nbclient's exit hooks for an interrupted notebook would only print tracebacks;
+        # the kernels stop by themselves once their parent, this process, is gone.
+        os._exit(130)
     print(summary_table(rows))
     if args.json:
         write_json(rows, args.json)
