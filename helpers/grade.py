@@ -1,5 +1,5 @@
 """Grade submitted notebooks: ``python -m helpers.grade [--json FILE] [--csv FILE]
-[--timeout SECONDS] [--jobs N] SUBMISSION.ipynb|FOLDER ...``
+[--timeout SECONDS] [--jobs N] [--run-all] SUBMISSION.ipynb|FOLDER ...``
 
 The work is done in :mod:`helpers.instructor.grading` (read its docstring for how a
 submission is run and scored). Grading runs the submitted code with your rights:

@@ -1,7 +1,7 @@
 """Grade submitted lesson notebooks into a gradebook (``python -m helpers.grade``).
 
     python -m helpers.grade [--json FILE] [--csv FILE] [--timeout SECONDS] [--jobs N]
-                            SUBMISSION.ipynb|FOLDER ...
+                            [--run-all] SUBMISSION.ipynb|FOLDER ...
 
 How one submission is graded
 ----------------------------
