@@ -385,6 +385,10 @@ def _exercise_row(name, records, problem):
     return row
 
 
+#: How many times to try starting a kernel that dies before running any cell.
+KERNEL_START_TRIES = 3
+
+
 async def grade_one(path, timeout=DEFAULT_TIMEOUT, label=None, run_all=False):
     """Grade one submission; return its gradebook row (a dict, see the module doc).
 
@@ -418,7 +422,13 @@ async def grade_one(path, timeout=DEFAULT_TIMEOUT, label=None, run_all=False):
         run_nb, numbers, syntax_errors = instrument(nb, set(names), results_path, run_all)
         problem, at = None, None
         if run_nb.cells:   # nothing to run when no cell defines an exercise function
-            problem, at = await _run_notebook(run_nb, workdir, timeout)
+            for _ in range(KERNEL_START_TRIES):
+                problem, at = await _run_notebook(run_nb, workdir, timeout)
+                # A kernel that failed to start (before its first cell) is the machine's
+                # fault, not the submission's: on a busy machine two kernels started at
+                # once can race for the same port. Start a fresh one.
+                if not (problem and problem not in ("timeout", "died") and at is None):
+                    break
         records = _read_results(results_path)
     finally:
         shutil.rmtree(workdir, ignore_errors=True)
