@@ -64,3 +64,53 @@ def test_live_figure_needs_a_slider():
     fig, _ = _figure()
     with pytest.raises(ValueError, match="at least one slider"):
         widgets.live_figure(fig, lambda: None)
+
+
+def _pixels(png):
+    import io
+
+    import numpy as np
+    from PIL import Image
+
+    return np.asarray(Image.open(io.BytesIO(png)).convert("RGB")).astype(int)
+
+
+@pytest.mark.parametrize("d_k", [1, 64, 512])
+def test_blitted_picture_equals_a_full_redraw(d_k):
+    def make():
+        fig = Figure(figsize=(3, 2))
+        ax = fig.subplots()
+        ax.set_ylim(0, 600)
+        (line,) = ax.plot([0, 1], [0, 0], color="#0072B2")
+        ax.set_xlabel("x")
+
+        def update(d_k):
+            line.set_ydata([0, d_k])
+            ax.set_title(f"d_k = {d_k}")
+        return fig, ax, line, update
+
+    fig, _, _, update = make()
+    _, full = widgets.live_figure(fig, update, d_k=widgets.dk_slider(value=8))
+    fig, ax, line, update = make()
+    _, blit = widgets.live_figure(fig, update, animated=[line, ax.title], d_k=widgets.dk_slider(value=8))
+    a, b = _pixels(full(d_k=d_k)), _pixels(blit(d_k=d_k))
+    assert a.shape == b.shape
+    assert (abs(a - b) > 8).mean() < 0.002   # the same picture, but for a few anti-aliased pixels
+
+
+def test_blitting_does_not_leave_the_previous_step_behind():
+    fig = Figure(figsize=(3, 2))
+    ax = fig.subplots()
+    ax.set_ylim(0, 600)
+    (line,) = ax.plot([0, 1], [0, 0])
+    slider = widgets.dk_slider(value=512)
+    _, redraw = widgets.live_figure(fig, lambda d_k: line.set_ydata([d_k, d_k]), animated=[line],
+                                    d_k=slider)
+    high_then_low = _pixels(redraw(d_k=1))
+    fresh_fig = Figure(figsize=(3, 2))
+    fresh_ax = fresh_fig.subplots()
+    fresh_ax.set_ylim(0, 600)
+    (fresh_line,) = fresh_ax.plot([0, 1], [0, 0])
+    _, fresh = widgets.live_figure(fresh_fig, lambda d_k: fresh_line.set_ydata([d_k, d_k]),
+                                   animated=[fresh_line], d_k=widgets.dk_slider(value=1))
+    assert (abs(high_then_low - _pixels(fresh(d_k=1))) > 8).mean() < 0.002
