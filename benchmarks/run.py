@@ -22,6 +22,7 @@ something crashes). Timings depend on the machine and on what else runs on it.
 import argparse
 import os
 import platform
+import subprocess
 import sys
 import time
 from pathlib import Path
@@ -175,7 +176,8 @@ def bench_notebooks(timeout):
                                 resources={"metadata": {"path": str(path.parent)}})
         start = time.perf_counter()
         try:
-            client.execute()
+            # the kernel process's own stderr (a start-up warning) would clutter the report
+            client.execute(stderr=subprocess.DEVNULL)
             status = "ok"
         except Exception as exc:  # a timeout or a dead kernel: report it, go on
             status = f"failed: {type(exc).__name__}: {str(exc).splitlines()[0][:80]}"
