@@ -91,10 +91,16 @@ class Exercise:
     atol: float = 1e-9
     validate: Optional[Callable] = None
 
-    def cases(self, hidden=False):
-        """The visible (``hidden=False``) or grading (``hidden=True``) cases."""
-        rng = np.random.default_rng(2718 if hidden else 0)
-        return self.make_cases(rng, hidden)
+    def cases(self, hidden=False, seed=None):
+        """The visible (``hidden=False``) or grading (``hidden=True``) cases.
+
+        ``seed`` (anything ``numpy.random.default_rng`` takes) draws other cases:
+        the grader draws fresh hidden cases for each grading run. None: the fixed
+        cases (seed 0 visible, 2718 hidden).
+        """
+        if seed is None:
+            seed = 2718 if hidden else 0
+        return self.make_cases(np.random.default_rng(seed), hidden)
 
 
 @dataclass

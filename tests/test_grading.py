@@ -10,7 +10,6 @@ the module, and every test reads its own row of the gradebook.
 Lessons whose student notebook does not exist yet are skipped with a reason.
 """
 
-import asyncio
 import csv
 import hashlib
 import json
@@ -23,10 +22,11 @@ import nbformat
 import pytest
 
 from helpers.exercises import EXERCISES, LESSONS
-from helpers.instructor import grading
+from helpers.instructor.grading import notebook, runner
 
 ROOT = Path(__file__).resolve().parents[1]
 BATCH_TIMEOUT = 30   # seconds per notebook in the batch run (the hanging one uses it all)
+SEED = 12345        # the batch run's --seed
 
 
 def student_path(lesson):
@@ -430,7 +430,7 @@ PRELUDE = "import math\nimport numpy as np\n"
 def exercise_cell(nb, name):
     """Index of the code cell defining the exercise function ``name`` (the stub's cell)."""
     for index, cell in enumerate(nb.cells):
-        if cell.cell_type == "code" and name in grading.defined_functions(cell.source)[0]:
+        if cell.cell_type == "code" and name in notebook.bound_names(cell.source)[0]:
             return index
     raise LookupError(f"no cell defines {name}")
 
@@ -561,7 +561,7 @@ def run(tmp_path_factory):
     first = [str(folder / "00_hangs.ipynb")] if "00_hangs.ipynb" in specials else []
     proc = subprocess.run(
         [sys.executable, "-m", "helpers.grade", "--json", str(json_out), "--csv", str(csv_out),
-         "--jobs", "2", "--timeout", str(BATCH_TIMEOUT), *first, str(folder)],
+         "--jobs", "2", "--timeout", str(BATCH_TIMEOUT), "--seed", str(SEED), *first, str(folder)],
         cwd=ROOT, capture_output=True, text=True, timeout=600)
     rows = json.loads(json_out.read_text()) if json_out.exists() else []
     by_file = {}
@@ -701,7 +701,7 @@ def test_cells_after_the_last_exercise_do_not_run_by_default(run):
 @needs_lesson01
 def test_run_all_reports_a_crash_after_the_last_exercise_with_the_same_grade(run):
     path = run["files"]["sys_exit_after_last_exercise.ipynb"]
-    row = asyncio.run(grading.grade_one(path, timeout=BATCH_TIMEOUT, run_all=True))
+    row = runner.grade_one(path, timeout=BATCH_TIMEOUT, seed=SEED, run_all=True)
     assert "sys.exit" in row["error"]
     assert row["exercises"] == row_of(run, "sys_exit_after_last_exercise.ipynb")["exercises"]
 
@@ -760,7 +760,7 @@ def test_every_submission_gets_a_row_and_exit_status_zero(run):
 
 def test_json_rows_have_the_contract_keys(run):
     for row in run["rows"]:
-        assert set(row) == {"submission", "lesson", "score", "max_score", "error", "exercises"}
+        assert set(row) == {"submission", "lesson", "score", "max_score", "error", "seed", "exercises"}
         for exercise in row["exercises"].values():
             assert set(exercise) == {"points", "max_points", "passed", "feedback"}
 
@@ -829,11 +829,47 @@ def _nb(*sources, lesson=None):
     (_nb("x = 1", lesson="99_not_a_lesson"), "untitled.ipynb", None),
 ], ids=["metadata", "defined functions", "file name", "nothing", "unknown metadata"])
 def test_recognise_lesson(nb, path, expected):
-    assert grading.recognise_lesson(nb, path) == expected
+    assert notebook.recognise_lesson(nb, path) == expected
 
 
-def test_defined_functions_reads_ipython_syntax_and_reports_syntax_errors():
-    assert grading.defined_functions("!ls\ndef f(x):\n    return x\nclass C: pass") == (["f"], None)
-    assert grading.defined_functions("g = lambda x: x\nf = check('f', f)") == (["g"], None)
-    names, error = grading.defined_functions("def g(x):\n    return x x")
+BINDINGS = [  # (cell source, names it binds in the notebook)
+    ("def f(x):\n    return x", ["f"]),
+    ("!ls\n%matplotlib inline\ndef f(x):\n    return x\nclass C: pass", ["f", "C"]),
+    ("try:\n    def f(x):\n        return x\nexcept ImportError:\n    f = None", ["f"]),
+    ("if True:\n    def f(x):\n        return x\nelse:\n    def g(x):\n        return x", ["f", "g"]),
+    ("with open('x') as fh:\n    def f(x):\n        return x", ["fh", "f"]),
+    ("def outer():\n    def inner():\n        pass\n    local = 1", ["outer"]),
+    ("g = lambda x: x\nf = check('f', f)", ["g"]),
+    ("import functools\nf = functools.partial(max, 0)", ["functools", "f"]),
+    ("f, (g, *h) = 1, (2, 3)", ["f", "g", "h"]),
+    ("from helpers.reference import softmax as f\nimport numpy.linalg", ["f", "numpy"]),
+    ("%%time\ndef f(x):\n    return x", ["f"]),
+    ("%%bash\necho $((1 + 1))", []),
+    ("x: int = 3\ny: int", ["x"]),
+]
+
+
+@pytest.mark.parametrize("source, names", BINDINGS, ids=[s.split("\n")[0] for s, _ in BINDINGS])
+def test_bound_names_finds_every_binding_at_notebook_level(source, names):
+    assert notebook.bound_names(source) == (names, None)
+
+
+def test_bound_names_reports_a_syntax_error_and_still_finds_the_def():
+    names, error = notebook.bound_names("def g(x):\n    return x x")
     assert names == ["g"] and error.startswith("SyntaxError")
+
+
+def _cells(*sources):
+    return _nb(*sources)
+
+
+@pytest.mark.parametrize("sources, expected", [
+    (["def f(): pass", "f = check('f', f)", "def f(): return 1"], {"f": 0}),
+    (["def f(): pass", "def f(): return 1", "f = check('f', f)"], {"f": 1}),
+    (["def f(): pass", "f = check('f', f)", "def f(): return 1", "f = check('f', f)"], {"f": 2}),
+    (["x = 1", "def f(): pass", "def f(): return 1"], {"f": 1}),
+    (["x = 1"], {}),
+], ids=["rebound after the check", "two drafts before the check", "checked again",
+        "no check cell: the first", "not bound"])
+def test_the_exercise_cell_is_the_last_binding_before_the_last_check(sources, expected):
+    assert notebook.exercise_cells(_cells(*sources), ["f"]) == expected

@@ -1,0 +1,229 @@
+"""Running submissions: one process per submission, ``jobs`` at a time.
+
+How one submission is graded (:func:`grade_one`):
+
+1. The notebook is read (never written). Its lesson comes from the notebook
+   itself (:func:`~helpers.instructor.grading.notebook.recognise_lesson`).
+2. A grader cell is inserted after each exercise cell
+   (:func:`~helpers.instructor.grading.notebook.instrument`); it grades the
+   function the exercise cell bound on fresh hidden cases
+   (:mod:`~helpers.instructor.grading.kernel`).
+3. The instrumented notebook is written to a scratch folder, and a worker process
+   (:mod:`~helpers.instructor.grading.worker`) runs it there in a fresh kernel.
+   The worker leads a process group of its own, and so does its kernel: when
+   the time limit passes, both groups are killed (with anything the notebook
+   started), and the submission keeps what it had earned.
+4. The row is scored from what the run left in the scratch folder
+   (:mod:`~helpers.instructor.grading.scoring`), and the folder is removed.
+
+:func:`grade_many` grades submissions ``jobs`` at a time from a thread pool, each
+thread waiting on its own worker process. Ctrl-C kills every running worker and
+kernel and raises ``KeyboardInterrupt``.
+"""
+
+import json
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+import warnings
+from concurrent.futures import ThreadPoolExecutor, as_completed
+from pathlib import Path
+
+from . import kernel, worker
+from .notebook import exercise_cells, instrument, lessons, nbformat, recognise_lesson, syntax_errors
+from .scoring import Run, fill_row, new_row
+
+DEFAULT_TIMEOUT = 120.0
+RESULTS_FILE = "grades.jsonl"
+
+
+class Stopped(Exception):
+    """Grading was stopped (Ctrl-C) before this submission's worker started."""
+
+
+class _Workers:
+    """The worker processes running now, so that Ctrl-C can kill them all."""
+
+    def __init__(self):
+        self._lock = threading.Lock()
+        self._running = {}          # worker process -> its scratch folder
+        self.stopping = False
+
+    def start(self, workdir):
+        with self._lock:
+            if self.stopping:
+                raise Stopped()
+            log = open(Path(workdir) / "worker.log", "wb")
+            try:
+                process = subprocess.Popen(
+                    [sys.executable, "-m", "helpers.instructor.grading.worker", str(workdir)],
+                    cwd=worker.COURSE_ROOT, stdin=subprocess.DEVNULL, stdout=log, stderr=log,
+                    start_new_session=True)   # its own process group (and off the terminal's Ctrl-C)
+            finally:
+                log.close()
+            self._running[process] = workdir
+            return process
+
+    def finished(self, process):
+        with self._lock:
+            self._running.pop(process, None)
+
+    def kill_all(self):
+        with self._lock:
+            self.stopping = True
+            running = list(self._running.items())
+        for process, workdir in running:
+            kill(process, workdir)
+
+
+def _kill_group(pgid):
+    try:
+        os.killpg(pgid, signal.SIGKILL)
+    except (ProcessLookupError, PermissionError):
+        pass
+
+
+def kill(process, workdir):
+    """Kill a worker's process group and its kernel's (the kernel leads a group of its own)."""
+    _kill_group(process.pid)
+    pid_file = Path(workdir) / worker.KERNEL_PID_FILE
+    try:
+        kernel_pid = int(pid_file.read_text())
+    except (OSError, ValueError):
+        return   # no kernel yet; one starting now exits with its parent (ipykernel watches it)
+    _kill_group(kernel_pid)
+
+
+def run_worker(workdir, timeout, workers):
+    """Run the worker on ``workdir`` within ``timeout`` seconds; return a :class:`Run`."""
+    process = workers.start(workdir)
+    problem = None
+    try:
+        process.wait(timeout)
+    except subprocess.TimeoutExpired:
+        problem = "timeout"
+    finally:
+        if process.poll() is None:   # timed out, or Ctrl-C in the main thread
+            kill(process, workdir)
+            process.wait()
+        workers.finished(process)
+    run = _read_run(Path(workdir))
+    if problem is None:
+        status = _read_json(Path(workdir) / worker.STATUS_FILE)
+        if status is None:   # the worker itself failed: a bug of ours, or it was killed
+            log = (Path(workdir) / "worker.log").read_text(errors="replace").strip().splitlines()
+            problem = f"the grader's worker stopped ({log[-1] if log else process.returncode})"
+        else:
+            problem = status["problem"]
+    run.problem = problem
+    return run
+
+
+def _read_json(path):
+    try:
+        return json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None
+
+
+def _read_lines(path):
+    records = []
+    if path.exists():
+        for line in path.read_text(encoding="utf-8").splitlines():
+            try:
+                records.append(json.loads(line))
+            except ValueError:
+                pass   # a line cut short by a kill
+    return records
+
+
+def _read_run(workdir):
+    run = Run(records=_read_lines(workdir / RESULTS_FILE))
+    for event in _read_lines(workdir / worker.CELLS_FILE):
+        if "start" in event:
+            run.at = event["start"]
+        elif "error" in event:
+            run.errors[event["error"]] = event["message"]
+    return run
+
+
+def _read_submission(path):
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        return nbformat().reads(Path(path).read_bytes().decode("utf-8"), as_version=4)
+
+
+def grade_one(path, timeout=DEFAULT_TIMEOUT, seed=0, label=None, run_all=False, workers=None):
+    """Grade one submission; return its gradebook row (see :mod:`.scoring`).
+
+    ``seed``: the grading run's seed (the hidden cases). ``run_all``: run every
+    cell, not only up to the last exercise (then a crash or hang further down the
+    lesson is reported too; the grades are the same). ``workers``: the pool's
+    record of running workers (:func:`grade_many` passes its own).
+    """
+    path = Path(path)
+    submission = label if label is not None else path
+    try:
+        nb = _read_submission(path)
+    except Exception as exc:
+        return new_row(submission, seed, error=f"not a readable notebook: {type(exc).__name__}: {exc}")
+    lesson = recognise_lesson(nb, path)
+    if lesson is None:
+        return new_row(submission, seed, error="could not recognise the lesson "
+                                               "(no course metadata, no exercise function)")
+    row = new_row(submission, seed, lesson)
+    names = lessons()[lesson]
+    cells = {name: index + 1 for name, index in exercise_cells(nb, names).items()}
+    workdir = Path(tempfile.mkdtemp(prefix="grade-"))
+    try:
+        results = workdir / RESULTS_FILE
+        run_nb, numbers = instrument(
+            nb, names, lambda name, number: kernel.capture_source(name, number, results, seed),
+            run_all)
+        run = Run()
+        if run_nb.cells:   # nothing to run when no cell binds an exercise function
+            nbformat().write(run_nb, str(workdir / worker.RUN_NOTEBOOK))
+            run = run_worker(workdir, timeout, workers or _Workers())
+    finally:
+        shutil.rmtree(workdir, ignore_errors=True)
+    return fill_row(row, run, numbers, syntax_errors(nb), cells, timeout)
+
+
+def grade_many(submissions, timeout=DEFAULT_TIMEOUT, jobs=1, seed=0, progress=None, run_all=False):
+    """Grade ``submissions`` (notebook paths), ``jobs`` at a time; rows in the same order.
+
+    ``progress(done, total, row, seconds)`` is called after each submission.
+    On Ctrl-C every running worker and kernel is killed, and KeyboardInterrupt raised.
+    """
+    workers = _Workers()
+
+    def one(path):
+        start = time.perf_counter()
+        try:
+            row = grade_one(path, timeout, seed, run_all=run_all, workers=workers)
+        except Stopped:
+            raise
+        except Exception as exc:   # a bug of ours must not cost the class its gradebook
+            row = new_row(path, seed, error=f"grader error: {type(exc).__name__}: {exc}")
+        return row, time.perf_counter() - start
+
+    rows = [None] * len(submissions)
+    pool = ThreadPoolExecutor(max_workers=max(1, int(jobs)), thread_name_prefix="grader")
+    try:
+        futures = {pool.submit(one, path): i for i, path in enumerate(submissions)}
+        for done, future in enumerate(as_completed(futures), start=1):
+            row, seconds = future.result()
+            rows[futures[future]] = row
+            if progress:
+                progress(done, len(submissions), row, seconds)
+    except BaseException:
+        workers.kill_all()
+        pool.shutdown(wait=True, cancel_futures=True)
+        raise
+    pool.shutdown(wait=True)
+    return rows
