@@ -3,8 +3,11 @@
 #   make test         create or update .venv, run every test
 #   make student      refresh the Colab badge + setup cell of solutions/, regenerate notebooks/
 #   make bench        print timings and memory figures (a benchmark, never a test)
-# For maintainers and CI (.ci/run runs all three):
+#   make release DIR=folder [REPOSITORY=https://github.com/you/course]
+#                     write what learners get (student notebooks + learner-facing helpers)
+# For maintainers and CI (.ci/run runs them all):
 #   make browser      add Playwright to .venv for the real-browser test (needs a system Chromium)
+#   make nbgrader     create .venv-nbgrader, where tests/test_nbgrader.py finds nbgrader
 #   make test-oldest  run every test again in .venv-oldest, with the oldest supported versions
 
 PYTHON ?= python3
@@ -13,8 +16,9 @@ PY     := $(VENV)/bin/python
 STAMP  := $(VENV)/.installed
 OLDEST_PYTHON ?= $(PYTHON)
 OLDEST := .venv-oldest
+NBGRADER := .venv-nbgrader
 
-.PHONY: lab test student bench browser test-oldest clean
+.PHONY: lab test student bench release browser nbgrader test-oldest clean
 
 # (Re)install when requirements.txt or pyproject.toml change.
 $(STAMP): requirements.txt pyproject.toml
@@ -36,10 +40,22 @@ student: $(STAMP)
 bench: $(STAMP)
 	$(PY) benchmarks/run.py
 
+release: $(STAMP)
+	@test -n "$(DIR)" || { echo "usage: make release DIR=folder [REPOSITORY=https://github.com/you/course]"; exit 2; }
+	$(PY) -m helpers.instructor.release "$(DIR)" $(if $(REPOSITORY),--repository "$(REPOSITORY)")
+
 # Playwright only drives the browser: it is not a learner's requirement.
 browser: $(VENV)/.browser-installed
 $(VENV)/.browser-installed: $(STAMP) requirements-browser.txt
 	$(PY) -m pip install --quiet -r requirements-browser.txt
+	@touch $@
+
+# nbgrader 0.9 needs JupyterLab 4 / Notebook 7: its own environment, never a learner's.
+nbgrader: $(NBGRADER)/.installed
+$(NBGRADER)/.installed: requirements.txt requirements-nbgrader.txt pyproject.toml
+	@test -x $(NBGRADER)/bin/python || $(PYTHON) -m venv $(NBGRADER)
+	$(NBGRADER)/bin/python -m pip install --quiet --upgrade pip
+	$(NBGRADER)/bin/python -m pip install --quiet -r requirements.txt -r requirements-nbgrader.txt -e .
 	@touch $@
 
 # The oldest versions: requirements.txt under constraints-oldest.txt (ipywidgets 7.7 and
@@ -55,4 +71,4 @@ test-oldest: $(OLDEST)/.installed
 	COURSE_OLDEST=1 SCREENSHOTS_DIR=screenshots/oldest $(OLDEST)/bin/python -m pytest
 
 clean:
-	rm -rf $(VENV) $(OLDEST) .pytest_cache
+	rm -rf $(VENV) $(OLDEST) $(NBGRADER) .pytest_cache

@@ -87,10 +87,12 @@ def test_there_are_notebooks_to_check():
 
 
 @pytest.mark.parametrize("folder, name", NOTEBOOKS)
-def test_notebook_opens_with_a_colab_badge_for_itself(folder, name):
+def test_notebook_opens_with_a_colab_badge_for_the_student_version(folder, name):
+    # Solutions too: nbgrader releases the solution notebooks, and a learner's badge
+    # must not open the solutions.
     nb = read(folder, name)
     first_markdown = next(c for c in nb.cells if c.cell_type == "markdown")
-    assert course.colab_badge(f"{folder}/{name}") in first_markdown.source, \
+    assert course.colab_badge(f"notebooks/{name}") in first_markdown.source, \
         f"{folder}/{name}: no (or a stale) Colab badge: run `make student`"
 
 

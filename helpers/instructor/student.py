@@ -7,8 +7,10 @@ The solution notebooks are the single source of every lesson. A student notebook
 is its solution with:
 
 - every block between ``### BEGIN SOLUTION`` and ``### END SOLUTION`` (nbgrader's
-  markers) replaced by a stub that raises ``NotImplementedError`` naming the
-  exercise when the function is *called* (defining it raises nothing);
+  markers) replaced by nbgrader's own stub, which raises ``NotImplementedError``
+  when the function is *called* (defining it raises nothing);
+- every block between ``### BEGIN HIDDEN TESTS`` and ``### END HIDDEN TESTS``
+  removed, and the cells' nbgrader metadata dropped;
 - every cell tagged ``instructor`` dropped;
 - every output and execution count cleared;
 - ``metadata.course`` stamped with the lesson, its exercises and ``"role": "student"``
@@ -16,9 +18,17 @@ is its solution with:
 
 Both versions open the same way, written from the one repository address in
 :mod:`helpers.course`: an "Open in Colab" badge in the first markdown cell (opening
-that very notebook) and the setup cell as the first code cell. ``main`` refreshes
+the student notebook, from the solution too: nbgrader releases the solution
+notebook to learners) and the setup cell as the first code cell. ``main`` refreshes
 them in ``solutions/`` (in place, only where they differ) before it writes
 ``notebooks/``, so changing the address is: edit ``helpers/course.py``, ``make student``.
+
+The solution notebooks are also nbgrader source notebooks, and ``main`` keeps them
+so (:func:`stamp_nbgrader`, computed from the exercise catalogue): each exercise
+cell is an nbgrader solution cell, and each check cell an autograded test cell
+worth :data:`~helpers.instructor.grading.scoring.POINTS_PER_EXERCISE` points whose
+hidden tests (after the check line) grade the function on the grader's hidden
+cases. ``nbgrader generate_assignment`` then releases exactly ``notebooks/``.
 """
 
 import argparse
@@ -31,8 +41,14 @@ import nbformat
 
 from helpers import course
 
+from .grading.scoring import POINTS_PER_EXERCISE
+
 BEGIN = "### BEGIN SOLUTION"
 END = "### END SOLUTION"
+HIDDEN_BEGIN = "### BEGIN HIDDEN TESTS"
+HIDDEN_END = "### END HIDDEN TESTS"
+#: nbgrader's own stub (``ClearSolutions.code_stub``), so that its release matches ``notebooks/``.
+STUB = ["# YOUR CODE HERE", "raise NotImplementedError()"]
 INSTRUCTOR_TAG = "instructor"
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -85,12 +101,83 @@ def stub_source(source):
     blocks = solution_blocks(source)
     names = []
     for name, begin, end, indent in reversed(blocks):
-        stub = [f"{indent}# YOUR CODE HERE",
-                f'{indent}raise NotImplementedError("{name}: not written yet. '
-                f'Replace this line with your code.")']
-        lines[begin:end + 1] = stub
+        lines[begin:end + 1] = [indent + line for line in STUB]
         names.append(name)
     return "\n".join(lines), list(reversed(names))
+
+
+def strip_hidden_tests(source):
+    """``source`` without its ``### BEGIN HIDDEN TESTS`` ... ``### END HIDDEN TESTS`` lines.
+
+    Line for line what nbgrader's ``ClearHiddenTests`` does.
+    """
+    lines, hidden = [], False
+    for line in source.split("\n"):
+        if HIDDEN_BEGIN in line:
+            hidden = True
+        elif HIDDEN_END in line:
+            hidden = False
+        elif not hidden:
+            lines.append(line)
+    return "\n".join(lines)
+
+
+def _nbgrader(grade_id, *, solution=False, grade=False):
+    meta = {"grade": grade, "grade_id": grade_id, "locked": grade, "schema_version": 3,
+            "solution": solution, "task": False}
+    if grade:
+        meta["points"] = POINTS_PER_EXERCISE
+    return meta
+
+
+def _hidden_tests(name):
+    return [HIDDEN_BEGIN,
+            "from helpers.instructor.grading.kernel import hidden_test",
+            f"hidden_test({name!r}, {name})",
+            HIDDEN_END]
+
+
+def stamp_nbgrader(nb, lesson):
+    """Mark a solution notebook (in place) as an nbgrader source notebook; return it.
+
+    Every cell with a solution block becomes a solution cell (``grade_id``: its
+    function's name). For each exercise of ``lesson`` in the catalogue, its check
+    cell (the one calling ``check("name", ...)``) becomes a locked autograded test
+    cell (``grade_id``: ``name_tests``) whose hidden tests, after the check line,
+    grade the function on the grader's hidden cases. Other cells lose any nbgrader
+    metadata, so the marking follows the notebook through any edit.
+
+    Raises
+    ------
+    ValueError
+        When an exercise of the lesson has no solution cell or no check cell.
+    """
+    from helpers.exercises import LESSONS
+    from .grading.notebook import checked_names
+
+    solution_cells, check_cells = {}, {}
+    for cell in nb.cells:
+        cell.metadata.pop("nbgrader", None)
+        if cell.cell_type != "code":
+            continue
+        blocks = solution_blocks(cell.source)
+        if blocks:
+            solution_cells.setdefault(blocks[0][0], cell)
+        for name in checked_names(cell.source):
+            check_cells.setdefault(name, cell)
+    for name, cell in solution_cells.items():
+        cell.metadata["nbgrader"] = _nbgrader(name, solution=True)
+    for exercise in LESSONS.get(lesson, []):
+        name = exercise.name
+        if name not in solution_cells:
+            raise ValueError(f"{lesson}: no cell holds a solution block of {name}")
+        if name not in check_cells:
+            raise ValueError(f'{lesson}: no check cell calls check("{name}", ...)')
+        cell = check_cells[name]
+        source = strip_hidden_tests(cell.source).rstrip("\n")
+        cell.source = "\n".join([source, *_hidden_tests(name)])
+        cell.metadata["nbgrader"] = _nbgrader(f"{name}_tests", grade=True)
+    return nb
 
 
 def make_student(solution, lesson):
@@ -107,8 +194,9 @@ def make_student(solution, lesson):
     for cell in nb.cells:
         if INSTRUCTOR_TAG in cell.get("metadata", {}).get("tags", []):
             continue
+        cell.metadata.pop("nbgrader", None)
         if cell.cell_type == "code":
-            cell.source, names = stub_source(cell.source)
+            cell.source, names = stub_source(strip_hidden_tests(cell.source))
             exercises += names
             cell.outputs = []
             cell.execution_count = None
@@ -122,7 +210,7 @@ def make_student(solution, lesson):
 _BADGE = re.compile(r"^\[!\[Open In Colab\]\([^)]*\)\]\([^)]*\)[ \t]*$", re.MULTILINE)
 
 
-def refresh_front_matter(nb, path):
+def refresh_front_matter(nb, path, repository=course.REPOSITORY, branch=course.BRANCH):
     """Write the Colab badge and the setup cell into ``nb`` (in place); return ``nb``.
 
     Parameters
@@ -131,13 +219,15 @@ def refresh_front_matter(nb, path):
     path : str
         The notebook's path inside the repository, e.g. ``"notebooks/01_qkv_projections.ipynb"``:
         the badge opens that file in Colab.
+    repository, branch : str
+        Where the course is published (default: :mod:`helpers.course`'s).
 
     The badge goes into the first markdown cell, replacing an existing badge line or,
     if there is none, right after the cell's first line (the lesson's title). The
     setup cell is the first code cell when it starts with the setup comment; its
     source is replaced. Otherwise a setup cell is inserted before the first code cell.
     """
-    badge = course.colab_badge(path)
+    badge = course.colab_badge(path, repository, branch)
     first_code = next((i for i, c in enumerate(nb.cells) if c.cell_type == "code"), len(nb.cells))
     markdown = next((c for c in nb.cells[:first_code] if c.cell_type == "markdown"), None)
     if markdown is None:
@@ -149,7 +239,7 @@ def refresh_front_matter(nb, path):
     else:
         title, _, rest = markdown.source.partition("\n")
         markdown.source = f"{title}\n\n{badge}" + (f"\n\n{rest.lstrip(chr(10))}" if rest.strip() else "")
-    setup = course.setup_cell_source()
+    setup = course.setup_cell_source(repository)
     if first_code < len(nb.cells) and nb.cells[first_code].source.startswith("# Setup"):
         nb.cells[first_code].source = setup
     else:
@@ -159,18 +249,20 @@ def refresh_front_matter(nb, path):
     return nb
 
 
-def student_text(solution_path):
+def student_text(solution_path, repository=course.REPOSITORY, branch=course.BRANCH):
     """The exact text of the student notebook generated from ``solution_path``."""
     solution = nbformat.read(str(solution_path), as_version=4)
     student = make_student(solution, Path(solution_path).stem)
-    refresh_front_matter(student, f"notebooks/{Path(solution_path).name}")
+    refresh_front_matter(student, f"notebooks/{Path(solution_path).name}", repository, branch)
     return nbformat.writes(student) + "\n"
 
 
 def refreshed_solution_text(solution_path):
-    """The text of ``solution_path`` with its badge and setup cell refreshed."""
+    """The text of ``solution_path`` with its badge, setup cell and nbgrader marks refreshed."""
     solution = nbformat.read(str(solution_path), as_version=4)
-    refresh_front_matter(solution, f"solutions/{Path(solution_path).name}")
+    # The badge opens the student version: nbgrader releases this very notebook.
+    refresh_front_matter(solution, f"notebooks/{Path(solution_path).name}")
+    stamp_nbgrader(solution, Path(solution_path).stem)
     return nbformat.writes(solution) + "\n"
 
 
@@ -181,7 +273,7 @@ def main(argv=None):
     parser.add_argument("--notebooks", type=Path, default=ROOT / "notebooks")
     parser.add_argument("--check", action="store_true",
                         help="write nothing; exit 1 if a student notebook is missing or out of date, "
-                             "or a solution's badge or setup cell is")
+                             "or a solution's badge, setup cell or nbgrader marks are")
     args = parser.parse_args(argv)
     stale = []
     for path in sorted(args.solutions.glob("*.ipynb")):
@@ -190,7 +282,7 @@ def main(argv=None):
             stale.append(path)
             if not args.check:
                 path.write_text(text, encoding="utf-8")
-                print(f"refreshed the Colab badge and setup cell of {path}")
+                print(f"refreshed the Colab badge, setup cell and nbgrader marks of {path}")
         target = args.notebooks / path.name
         text = student_text(path)
         current = target.read_text(encoding="utf-8") if target.exists() else None
