@@ -28,9 +28,20 @@ def make_cases(rng, hidden):
         (7, 8, 8, 5, "d_v differs from d_k"),
     ]
     if hidden:
-        shapes = [(4, 5, 5, 5, "square weights"), (6, 4, 3, 7, "non-square"),
-                  (2, 3, 3, 1, "d_v = 1"), (9, 10, 4, 6, "longer sentence"), (1, 2, 2, 2, "tiny")]
+        shapes = _hidden_shapes(rng)
     return [_case(rng, *shape) for shape in shapes]
+
+
+def _hidden_shapes(rng):
+    """The grader's sizes, drawn afresh for each grading run; each case keeps its purpose."""
+    size = lambda low, high: int(rng.integers(low, high + 1))
+    d = size(3, 8)
+    d_model, d_k, d_v = (int(v) for v in rng.choice(np.arange(2, 11), size=3, replace=False))
+    return [(size(2, 7), d, d, d, "square weights"),
+            (size(2, 8), d_model, d_k, d_v, "non-square"),
+            (size(1, 4), d_k, d_k, 1, "d_v = 1"),
+            (size(8, 14), size(6, 12), size(2, 6), size(2, 7), "longer sentence"),
+            (1, 2, 2, 2, "tiny")]
 
 
 MISTAKES = [

@@ -43,10 +43,25 @@ def make_cases(rng, hidden):
         (6, 4, 64, "d_k = 64"),
     ]
     if hidden:
-        shapes = [(6, 12, 12, "K square (n_k = d_k)"), (4, 9, 5, "n_q, n_k, d_k all different"),
-                  (7, 7, 32, "self-attention, 7 tokens"), (2, 3, 3, "tiny"),
-                  (5, 11, 128, "d_k = 128")]
+        shapes = _hidden_shapes(rng)
     return [_case(rng, *shape) for shape in shapes]
+
+
+#: Sizes a hidden d_k, n_q or n_k may take: none is a notebook global (d_model = 8,
+#: d_k = 4), 16 (where sqrt(d_k) = 4), 1, or the square of another (sqrt(9) = 3 = d_k),
+#: so that every mistaken scale shows.
+_SIZES = [3, 5, 6, 7, 10, 11, 12, 13]
+
+
+def _hidden_shapes(rng):
+    """The grader's sizes, drawn afresh for each grading run; each case keeps its purpose."""
+    n_q1, square, n_q, n_k, d_k, n = (int(v) for v in rng.choice(_SIZES, size=6, replace=False))
+    n_q5, n_k5 = (int(v) for v in rng.choice(_SIZES, size=2, replace=False))
+    return [(n_q1, square, square, "K square (n_k = d_k)"),
+            (n_q, n_k, d_k, "n_q, n_k, d_k all different"),
+            (n, n, int(rng.choice([24, 32, 48])), f"self-attention, {n} tokens"),
+            (2, 3, 3, "tiny"),
+            (n_q5, n_k5, 128, "d_k = 128")]
 
 
 def _scaled(Q, K, scale):

@@ -33,20 +33,23 @@ from .lesson02 import NOTEBOOK_D_K
 def make_softmax_cases(rng, hidden):
     s = 2.0 if not hidden else 3.0
     square = rng.standard_normal((4, 4)) * s
-    if hidden:
-        square = rng.standard_normal((5, 5)) * s
+    if hidden:   # the grader's sizes are drawn afresh for each grading run
+        k = int(rng.integers(3, 8))
+        square = rng.standard_normal((k, k)) * s
     big = 1000.0 + rng.standard_normal((3, 5)) * 3
     if hidden:
-        big = 1000.0 + rng.standard_normal((4, 6)) * 5
-    tall = rng.standard_normal((5, 3)) * s if not hidden else rng.standard_normal((6, 4)) * s
+        big = 1000.0 + rng.standard_normal(_two_sizes(rng)) * 5
+    tall = (rng.standard_normal((5, 3)) * s if not hidden
+            else rng.standard_normal(sorted(_two_sizes(rng), reverse=True)) * s)
     apart = np.array([[1e4, 1e4 - 1.0, 1e4 - 3.0],
                       [-1e4, -1e4 + 2.0, -1e4 + 0.5]])
     if hidden:
         apart = np.array([[-1e4, -1e4 + 1.0, -1e4 - 2.0, -1e4],
                           [1e4 - 2.0, 1e4, 1e4 - 1.0, 1e4 - 0.5]])
-    masked = rng.standard_normal((3, 4)) * s
-    masked[np.triu_indices(3, k=1, m=4)] = -np.inf          # some entries -inf, never a whole row
-    vector = rng.standard_normal(6) * s
+    rows, cols = (3, 4) if not hidden else sorted(_two_sizes(rng))
+    masked = rng.standard_normal((rows, cols)) * s
+    masked[np.triu_indices(rows, k=1, m=cols)] = -np.inf    # some entries -inf, never a whole row
+    vector = rng.standard_normal(6 if not hidden else int(rng.integers(3, 10))) * s
     return [
         Case((square,), label=f"scores {square.shape}"),
         Case((big,), label=f"large scores around 1000, {big.shape}"),
@@ -55,6 +58,11 @@ def make_softmax_cases(rng, hidden):
         Case((masked,), label=f"scores {masked.shape} with some -inf (masked) entries"),
         Case((vector,), label=f"a single row of scores {vector.shape}"),
     ]
+
+
+def _two_sizes(rng):
+    """Two different sizes from 2 to 7, for a non-square hidden case."""
+    return tuple(int(v) for v in rng.choice(np.arange(2, 8), size=2, replace=False))
 
 
 def _naive_softmax(x, axis=-1):
@@ -131,7 +139,8 @@ SOFTMAX_MISTAKES = [
 
 # ------------------------------------------------------------------ causal_mask
 def make_mask_cases(rng, hidden):
-    sizes = [4, 1, 2, 7] if not hidden else [5, 1, 3, 10]
+    sizes = [4, 1, 2, 7] if not hidden else [int(rng.integers(4, 8)), 1, int(rng.integers(2, 4)),
+                                             int(rng.integers(8, 14))]
     return [Case((n,), label=f"n={n}") for n in sizes]
 
 
@@ -218,16 +227,23 @@ def make_attention_cases(rng, hidden):
                             "large scores (q, k entries ~30), causal mask", scale=30.0),
             _attention_case(rng, 1, 6, 2, 4, None, "a single query"),
         ]
-    empty_rows = np.ones((4, 6), dtype=bool)
+    # The grader's sizes, drawn afresh for each grading run. d_k is never 1, 2 or the
+    # notebook's d_k = 4, where one mistaken scale would look like another.
+    size = lambda low, high: int(rng.integers(low, high + 1))
+    d_k = lambda: int(rng.choice([3, 5, 6, 7, 9]))
+    n_q, n_k = _two_sizes(rng)
+    n, n_large = size(4, 7), size(5, 8)
+    empty_rows = np.ones((size(3, 6), size(4, 8)), dtype=bool)
     empty_rows[0] = False
     empty_rows[2, ::2] = False
     return [
-        _attention_case(rng, 4, 6, 5, 3, None, "no mask, n_q != n_k"),
-        _attention_case(rng, 5, 5, 4, 2, reference.causal_mask(5), "causal mask"),
-        _attention_case(rng, 4, 6, 3, 4, empty_rows, "query 0 may attend to nothing"),
-        _attention_case(rng, 6, 6, 16, 3, reference.causal_mask(6),
-                        "large scores, causal mask", scale=40.0),
-        _attention_case(rng, 2, 3, 7, 1, None, "d_v = 1"),
+        _attention_case(rng, n_q, n_k, d_k(), size(2, 5), None, "no mask, n_q != n_k"),
+        _attention_case(rng, n, n, d_k(), size(2, 5), reference.causal_mask(n), "causal mask"),
+        _attention_case(rng, *empty_rows.shape, d_k(), size(2, 5), empty_rows,
+                        "query 0 may attend to nothing"),
+        _attention_case(rng, n_large, n_large, int(rng.choice([12, 20, 24])), size(2, 4),
+                        reference.causal_mask(n_large), "large scores, causal mask", scale=40.0),
+        _attention_case(rng, size(1, 3), size(2, 5), d_k(), 1, None, "d_v = 1"),
     ]
 
 

@@ -40,10 +40,31 @@ def split_cases(rng, hidden):
         (10, 64, 8, "10 tokens, 8 heads of 8"),
     ]
     if hidden:
-        shapes = [(4, 16, 2, "4 tokens, 2 heads of 8"), (6, 9, 3, "6 tokens, 3 heads of 3"),
-                  (3, 4, 4, "4 heads of size 1"), (5, 3, 1, "one head"),
-                  (1, 6, 2, "a single token"), (7, 32, 4, "7 tokens, 4 heads of 8")]
+        shapes = [(n, h * d_head, h, label) for n, h, d_head, label in _hidden_heads(rng)]
     return [_split_case(rng, *shape) for shape in shapes]
+
+
+def _hidden_heads(rng):
+    """The grader's sizes, ``(n, num_heads, d_head, label)``, drawn afresh for each grading run.
+
+    As in the visible cases: n, the number of heads and d_head all different first
+    (a reshape without a transpose keeps the shape but scrambles the values), with
+    d_model a multiple of the notebook's 8 heads (so a split into 8 heads runs and is
+    named); then heads of size 1, one head, a single token, and more heads.
+    """
+    size = lambda low, high: int(rng.integers(low, high + 1))
+    # d_head is never 8 either: dividing by it would look like the notebook's sqrt(64).
+    h, d_head = [(2, 4), (4, 2), (4, 6), (6, 4), (2, 12), (4, 10)][int(rng.integers(6))]
+    n = int(rng.choice([k for k in range(2, 8) if k not in (h, d_head)]))
+    h2, d2 = (int(v) for v in rng.choice(np.arange(2, 6), size=2, replace=False))
+    h_many = size(3, 5)
+    return [(n, h, d_head, f"{n} tokens, {h} heads of {d_head}"),
+            (size(3, 7), h2, d2, f"{h2} heads of {d2}"),
+            (size(2, 5), h_many, 1, f"{h_many} heads of size 1"),
+            (size(2, 6), 1, size(2, 5), "one head"),
+            (1, h2, d2, "a single token"),
+            (size(6, 9), h_many, int(rng.choice([5, 6, 7, 9])), f"{h_many} heads, longer"),
+            ]
 
 
 def _dims(X, num_heads):
@@ -96,9 +117,7 @@ def merge_cases(rng, hidden):
         (8, 10, 8, "8 heads, 10 tokens, d_head 8"),
     ]
     if hidden:
-        shapes = [(2, 4, 5, "2 heads, 4 tokens, d_head 5"), (3, 6, 3, "3 heads, 6 tokens"),
-                  (4, 3, 1, "4 heads of size 1"), (1, 5, 3, "one head"),
-                  (2, 1, 3, "a single token"), (4, 7, 8, "4 heads, 7 tokens, d_head 8")]
+        shapes = [(h, n, d_head, label) for n, h, d_head, label in _hidden_heads(rng)]
     return [_merge_case(rng, *shape) for shape in shapes]
 
 
@@ -141,9 +160,10 @@ def mha_cases(rng, hidden):
         (1, 4, 2, "a single token", False),
     ]
     if hidden:
-        shapes = [(6, 10, 2, "2 heads of 5", False), (3, 9, 3, "3 heads of 3", False),
-                  (4, 4, 4, "4 heads of size 1", False), (5, 5, 1, "one head", False),
-                  (7, 16, 4, "4 heads of 4", True), (1, 6, 3, "a single token", False)]
+        heads = _hidden_heads(rng)
+        shapes = [(n, h * d_head, h, label, False) for n, h, d_head, label in heads]
+        n, h, d_head, _ = heads[1]
+        shapes.append((n, h * d_head, h, f"{h} heads of {d_head}", True))   # with a causal mask
     return [_mha_case(rng, *shape) for shape in shapes]
 
 

@@ -18,8 +18,16 @@ from ..checking import Case, Exercise, Mistake
 # ----------------------------------------------------------------- attention_flops
 def make_flops_cases(rng, hidden):
     sizes = [(6, 4), (1024, 512), (3, 10), (1, 1), (100_000, 64)]   # (n, d_model)
-    if hidden:
-        sizes = [(5, 3), (2048, 256), (2, 9), (1, 1), (32_768, 128), (7, 7)]
+    if hidden:   # the grader's sizes, drawn afresh for each grading run
+        size = lambda low, high: int(rng.integers(low, high + 1))
+        small_n, small_d = (int(v) for v in rng.choice(np.arange(2, 10), size=2, replace=False))
+        k = size(3, 9)
+        sizes = [(max(small_n, small_d), min(small_n, small_d)),      # n > d
+                 (2 ** size(10, 12), 2 ** size(7, 9)),
+                 (min(small_n, small_d), max(small_n, small_d) + size(1, 4)),   # n < d
+                 (1, 1),
+                 (size(10_000, 50_000), 2 ** size(5, 7)),
+                 (k, k)]
     return [Case((n, d), label=f"n={n}, d_model={d}") for n, d in sizes]
 
 
@@ -82,12 +90,19 @@ def _power_case(rng, k, c, sizes, noise, label):
 
 
 def make_power_cases(rng, hidden):
-    if hidden:
-        specs = [(2.0, 4e-8, [32, 64, 128, 256, 512, 1024], 0.08, "cost ~ size^2, noisy"),
-                 (1.0, 2e-6, [100, 300, 1000, 3000], 0.05, "cost ~ size, noisy"),
-                 (3.0, 1e-9, [8, 16, 24, 32, 48], 0.0, "cost ~ size^3, exact"),
-                 (0.5, 50.0, [1, 4, 9, 16, 25], 0.1, "cost ~ sqrt(size)"),
-                 (1.7, 1e-3, [10, 1000], 0.0, "two points")]
+    if hidden:   # the grader's exponents and sizes, drawn afresh for each grading run
+        doubling = lambda start, count: [start * 2 ** i for i in range(count)]
+        k = lambda low, high: round(float(rng.uniform(low, high)), 2)
+        specs = [(k(1.7, 2.3), 4e-8, doubling(int(rng.integers(16, 48)), int(rng.integers(5, 8))),
+                  0.08, "cost ~ size^2, noisy"),
+                 (k(0.8, 1.2), 2e-6, doubling(int(rng.integers(50, 150)), int(rng.integers(3, 6))),
+                  0.05,
+                  "cost ~ size, noisy"),
+                 (k(2.7, 3.3), 1e-9, sorted(rng.choice(np.arange(8, 64), 5, replace=False)), 0.0,
+                  "cost ~ size^3, exact"),
+                 (k(0.4, 0.6), 50.0, [1, 4, 9, 16, 25], 0.1, "cost ~ sqrt(size)"),
+                 (k(1.2, 2.2), 1e-3, [int(rng.integers(5, 20)), int(rng.integers(500, 2000))],
+                  0.0, "two points")]
     else:
         specs = [(2.0, 3e-9, [64, 128, 256, 512, 1024], 0.1, "cost ~ size^2, noisy timings"),
                  (1.0, 5e-7, [128, 256, 512, 1024, 2048], 0.05, "cost ~ size, noisy timings"),

@@ -47,15 +47,28 @@ def make_cases(rng, hidden):
         (2, 9, 4, 3, 4, "large scores (up to ~100)", 25.0),
     ]
     if hidden:
-        specs = [
-            (6, 11, 3, 4, 5, "the max grows every block, last block partial", 4.0),
-            (5, 16, 4, 2, 4, "the max grows every block, n_k a multiple of block_size", 2.5),
-            (3, 2, 3, 3, 5, "block_size larger than n_k", None),
-            (4, 5, 2, 6, 1, "block_size = 1", 2.0),
-            (9, 50, 8, 5, 7, "random scores", None),
-            (3, 13, 6, 4, 3, "large scores", 20.0),
-        ]
+        specs = _hidden_specs(rng)
     return [_case(rng, *spec[:6], growth=spec[6]) for spec in specs]
+
+
+def _hidden_specs(rng):
+    """The grader's cases, their sizes drawn afresh for each grading run (same purposes)."""
+    size = lambda low, high: int(rng.integers(low, high + 1))
+    dims = lambda: tuple(int(v) for v in rng.choice(np.arange(2, 9), size=3, replace=False))
+    block = size(3, 6)
+    blocks = size(2, 4)
+    n_q, d_k, d_v = dims()
+    return [
+        (n_q, block * blocks + size(2, block - 1), d_k, d_v, block,   # a last block of 2 or more
+         "the max grows every block, last block partial", 4.0),
+        (*dims()[:1], block * size(3, 5), *dims()[1:], block,
+         "the max grows every block, n_k a multiple of block_size", 2.5),
+        (size(2, 5), size(1, 4), size(2, 5), size(2, 5), size(5, 9),
+         "block_size larger than n_k", None),
+        (size(2, 6), size(3, 7), *dims()[:2], 1, "block_size = 1", 2.0),
+        (size(6, 12), size(30, 60), size(4, 10), size(3, 8), size(5, 9), "random scores", None),
+        (size(2, 5), size(9, 16), *dims()[:2], size(2, 4), "large scores", 20.0),
+    ]
 
 
 def _naive(Q, K, V):
