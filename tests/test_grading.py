@@ -19,10 +19,12 @@ import textwrap
 from pathlib import Path
 
 import nbformat
+import numpy as np
 import pytest
 
+from helpers.checking import evaluate
 from helpers.exercises import EXERCISES, LESSONS
-from helpers.instructor.grading import notebook, runner
+from helpers.instructor.grading import kernel, notebook, runner
 
 ROOT = Path(__file__).resolve().parents[1]
 BATCH_TIMEOUT = 30   # seconds per notebook in the batch run (the hanging one uses it all)
@@ -528,6 +530,226 @@ def special_notebooks():
     return out
 
 
+# ------------------------------------------------------------ exercise cells written other ways
+STUB = object()   # the untouched stub, as the student notebook has it
+
+
+class Cell:
+    """A whole exercise cell as a learner might write it.
+
+    ``after``: a cell the learner added right after the check cell. ``expected``:
+    for the shapes, the notebook check's verdict ("pass", "fail", "not attempted");
+    for the routes, the name the grader's feedback must give (None: allowed, full marks).
+    """
+
+    def __init__(self, label, source, expected=None, after=None):
+        self.label, self.expected, self.after = label, expected, after
+        self.source = source if source is STUB else textwrap.dedent(source).strip() + "\n"
+
+
+SHAPES = {
+    "softmax": [
+        Cell("def inside try/except", """
+            import numpy as np
+            try:
+                def softmax(x, axis=-1):
+                    e = np.exp(x - np.max(x, axis=axis, keepdims=True))
+                    return e / e.sum(axis=axis, keepdims=True)
+            except ImportError:
+                softmax = None
+            """, "pass"),
+        Cell("%%time on the first line", """
+            %%time
+            import numpy as np
+            def softmax(x, axis=-1):
+                e = np.exp(x - x.max(axis=axis, keepdims=True))
+                return e / e.sum(axis=axis, keepdims=True)
+            """, "pass"),
+        Cell("def inside if, wrong", """
+            import numpy as np
+            if True:
+                def softmax(x, axis=-1):
+                    return np.exp(x) / np.exp(x).sum(axis=axis, keepdims=True)
+            """, "fail"),
+        Cell("lambda", """
+            import numpy as np
+            softmax = lambda x, axis=-1: (lambda e: e / e.sum(axis=axis, keepdims=True))(
+                np.exp(x - x.max(axis=axis, keepdims=True)))
+            """, "pass"),
+    ],
+    "causal_mask": [
+        Cell("functools.partial", """
+            import functools
+            import numpy as np
+            causal_mask = functools.partial(np.tri, dtype=bool)
+            """, "pass"),
+        Cell("tuple assignment", """
+            import numpy as np
+            causal_mask, unused = (lambda n: np.tri(n, dtype=bool)), None
+            """, "pass"),
+        Cell("functools.partial, wrong", """
+            import functools
+            import numpy as np
+            causal_mask = functools.partial(np.tri, k=-1, dtype=bool)
+            """, "fail"),
+        Cell("right, then rebound to a wrong one after the check", """
+            import numpy as np
+            def causal_mask(n):
+                return np.tril(np.ones((n, n), dtype=bool))
+            """, "pass", after="causal_mask = lambda n: np.triu(np.ones((n, n), dtype=bool))"),
+    ],
+    "scaled_dot_product_attention": [
+        Cell("def inside with", """
+            import numpy as np
+            from helpers.reference import softmax as stable_softmax
+            with np.errstate(all="ignore"):
+                def scaled_dot_product_attention(Q, K, V, mask=None):
+                    scores = Q @ K.T / np.sqrt(Q.shape[-1])
+                    if mask is not None:
+                        scores = np.where(mask, scores, -np.inf)
+                    weights = stable_softmax(scores, axis=-1)
+                    return weights @ V, weights
+            """, "pass"),
+        Cell("def in a try inside an if", """
+            import numpy as np
+            from helpers.reference import softmax as stable_softmax
+            if np:
+                try:
+                    def scaled_dot_product_attention(Q, K, V, mask=None):
+                        scores = np.einsum("qd,kd->qk", Q, K) / np.sqrt(Q.shape[1])
+                        if mask is not None:
+                            scores[~mask] = -np.inf
+                        weights = stable_softmax(scores)
+                        return weights @ V, weights
+                finally:
+                    pass
+            """, "pass"),
+        Cell("wrong, then rebound to the reference after the check", """
+            import numpy as np
+            from helpers.reference import softmax as stable_softmax
+            def scaled_dot_product_attention(Q, K, V, mask=None):
+                weights = stable_softmax(Q @ K.T)
+                return weights @ V, weights
+            """, "fail", after="from helpers.reference import scaled_dot_product_attention"),
+        Cell("the untouched stub", STUB, "not attempted"),
+    ],
+}
+
+ROUTES = {   # calls into the course's own answer: 0 points, the feedback names what was called
+    "project_qkv": [
+        Cell("from helpers.reference import", """
+            from helpers.reference import project_qkv as _ref
+            def project_qkv(X, W_q, W_k, W_v):
+                return _ref(X, W_q, W_k, W_v)
+            """, "helpers.reference.project_qkv"),
+        Cell("import helpers.reference as r", """
+            import helpers.reference as r
+            def project_qkv(X, W_q, W_k, W_v):
+                Q, K, V = r.project_qkv(X, W_q, W_k, W_v)
+                return Q, K, V
+            """, "helpers.reference.project_qkv"),
+        Cell("importlib", """
+            import importlib
+            def project_qkv(X, W_q, W_k, W_v):
+                return importlib.import_module("helpers.reference").project_qkv(X, W_q, W_k, W_v)
+            """, "helpers.reference.project_qkv"),
+    ],
+    "softmax": [
+        Cell("the function the check handed back", """
+            from helpers.checks import check as _check
+            _given = _check("softmax", lambda x, axis=-1: (_ for _ in ()).throw(NotImplementedError()))
+            def softmax(x, axis=-1):
+                return _given(x, axis=axis)
+            """, "helpers.reference.softmax"),
+        Cell("a helper of the checks", """
+            from helpers.exercises.lesson03 import _plain_softmax
+            def softmax(x, axis=-1):
+                return _plain_softmax(x, axis)
+            """, "helpers.exercises.lesson03._plain_softmax"),
+    ],
+    "causal_mask": [
+        Cell("the reference bound to the name", """
+            from helpers.reference import causal_mask
+            """, "helpers.reference.causal_mask"),
+        Cell("the catalogue's reference", """
+            from helpers.exercises import EXERCISES
+            def causal_mask(n):
+                return EXERCISES["causal_mask"].reference(n)
+            """, "helpers.reference.causal_mask"),
+    ],
+    "scaled_dot_product_attention": [
+        Cell("a private helper of the reference", """
+            from helpers.reference import _attention
+            def scaled_dot_product_attention(Q, K, V, mask=None):
+                return _attention(Q, K, V, mask)
+            """, "helpers.reference._attention"),
+        Cell("another step's function (softmax, attention_scores): allowed", """
+            import numpy as np
+            from helpers.reference import attention_scores, softmax as given_softmax
+            def scaled_dot_product_attention(Q, K, V, mask=None):
+                scores = attention_scores(Q, K)
+                if mask is not None:
+                    scores = np.where(mask, scores, -np.inf)
+                weights = given_softmax(scores, axis=-1)
+                return weights @ V, weights
+            """),
+    ],
+    "multi_head_attention": [
+        Cell("scaled_dot_product_attention from the reference: allowed", """
+            from helpers.reference import scaled_dot_product_attention as attend
+            def multi_head_attention(X, W_q, W_k, W_v, W_o, num_heads, mask=None):
+                Qh, Kh, Vh = (split_heads(X @ W, num_heads) for W in (W_q, W_k, W_v))
+                out, weights = attend(Qh, Kh, Vh, mask)
+                return merge_heads(out) @ W_o, weights
+            """),
+    ],
+}
+
+
+def check_cell(nb, name):
+    """Index of the check cell of ``name``."""
+    return next(i for i, c in enumerate(nb.cells)
+                if c.cell_type == "code" and name in notebook.checked_names(c.source))
+
+
+def write_cell(nb, name, cell):
+    """Put ``cell`` in place of the exercise cell of ``name`` (and its extra cell after the check)."""
+    if cell.source is not STUB:
+        nb.cells[exercise_cell(nb, name)].source = cell.source
+    if cell.after:
+        insert_code(nb, check_cell(nb, name) + 1, cell.after)
+
+
+def right_impl(name):
+    return next(i for i in IMPLEMENTATIONS[name] if not i.wrong).source
+
+
+def packed_notebooks(table, prefix):
+    """``{(exercise, label): file name}`` and ``{file name: notebook}`` for a table of cells.
+
+    Notebook k of a lesson holds cell k of each of its exercises in the table; its
+    other exercises get a right implementation.
+    """
+    where, notebooks = {}, {}
+    for lesson, exercises in LESSONS.items():
+        names = [e.name for e in exercises]
+        count = max((len(table.get(n, [])) for n in names), default=0)
+        if not count or not student_path(lesson).exists():
+            continue
+        for k in range(count):
+            nb = nbformat.read(str(student_path(lesson)), as_version=4)
+            file = f"{prefix}_{lesson}_{k}.ipynb"
+            for name in names:
+                cells = table.get(name, [])
+                if k < len(cells):
+                    write_cell(nb, name, cells[k])
+                    where[(name, cells[k].label)] = file
+                else:
+                    replace_function(nb, name, right_impl(name))
+            notebooks[file] = nb
+    return where, notebooks
+
+
 def sha256(path):
     return hashlib.sha256(path.read_bytes()).hexdigest()
 
@@ -544,8 +766,10 @@ def run(tmp_path_factory):
             target.write_bytes(path.read_bytes())
             files[f"{kind}/{path.name}"] = target
     where, variants = variant_notebooks()
+    shapes, shape_notebooks = packed_notebooks(SHAPES, "shape")
+    routes, route_notebooks = packed_notebooks(ROUTES, "route")
     specials = special_notebooks()
-    for name, nb in {**variants, **specials}.items():
+    for name, nb in {**variants, **shape_notebooks, **route_notebooks, **specials}.items():
         nbformat.write(nb, str(folder / name))
         files[name] = folder / name
     if student_path("01_qkv_projections").exists():   # a learner's download, metadata kept
@@ -572,6 +796,7 @@ def run(tmp_path_factory):
     with open(csv_out, newline="") as f:
         csv_rows = list(csv.DictReader(f)) if csv_out.exists() else []
     return {"proc": proc, "rows": rows, "by_file": by_file, "where": where, "files": files,
+            "shapes": shapes, "routes": routes,
             "before": before, "csv": csv_rows, "folder": folder}
 
 
@@ -659,6 +884,142 @@ def test_a_wrong_exercise_costs_only_its_own_points(run):
         row = row_of(run, file)
         assert row["score"] == round(sum(e["points"] for e in row["exercises"].values()), 1)
         assert row["error"] is None
+
+
+# ------------------------------------------------------------ agreement with the notebook's check
+def check_verdict(name, cell):
+    """The notebook check's verdict on the function ``cell`` binds, run as a kernel runs it."""
+    from IPython.core.interactiveshell import InteractiveShell
+
+    from helpers.checking import ExerciseError
+    from helpers.checks import check
+
+    source = cell.source
+    if source is STUB:
+        nb = nbformat.read(str(student_path(lesson_of(name))), as_version=4)
+        source = nb.cells[exercise_cell(nb, name)].source
+    shell = InteractiveShell.instance()
+    shell.user_ns.pop(name, None)
+    assert shell.run_cell(source).success
+    fn = shell.user_ns[name]
+    try:
+        given = check(name, fn)
+    except ExerciseError:
+        return "fail"
+    return "pass" if given is fn else "not attempted"
+
+
+SHAPE_PARAMS = [pytest.param(name, cell, id=f"{name}-{cell.label}")
+                for name, cells in SHAPES.items() for cell in cells]
+ROUTE_PARAMS = [pytest.param(name, cell, id=f"{name}-{cell.label}")
+                for name, cells in ROUTES.items() for cell in cells]
+
+
+@pytest.mark.parametrize("name, cell", SHAPE_PARAMS)
+def test_grade_agrees_with_the_notebooks_check_however_the_cell_is_written(run, name, cell):
+    verdict = check_verdict(name, cell)
+    assert verdict == cell.expected            # the table says what it means to
+    graded = row_of(run, run["shapes"][(name, cell.label)])["exercises"][name]
+    if verdict == "pass":
+        assert graded["passed"] and graded["points"] == 10, graded["feedback"]
+    elif verdict == "fail":
+        assert not graded["passed"] and graded["points"] < 10
+    else:
+        assert graded["points"] == 0 and "not attempted" in graded["feedback"]
+
+
+@pytest.mark.parametrize("name, cell", [p for p in ROUTE_PARAMS if p.values[1].expected])
+def test_calling_the_course_answer_to_the_exercise_earns_zero_and_says_so(run, name, cell):
+    graded = row_of(run, run["routes"][(name, cell.label)])["exercises"][name]
+    assert graded["points"] == 0 and not graded["passed"]
+    assert cell.expected in graded["feedback"] and "own answer" in graded["feedback"]
+
+
+@pytest.mark.parametrize("name, cell", [p for p in ROUTE_PARAMS if not p.values[1].expected])
+def test_the_lessons_functions_for_other_steps_may_be_used(run, name, cell):
+    graded = row_of(run, run["routes"][(name, cell.label)])["exercises"][name]
+    assert graded["passed"] and graded["points"] == 10, graded["feedback"]
+
+
+def test_a_tripped_exercise_costs_only_its_own_points(run):
+    for (name, label), file in run["routes"].items():
+        row = row_of(run, file)
+        for other, graded in row["exercises"].items():
+            if (other, label) not in run["routes"] and not any(
+                    (other, c.label) in run["routes"] and run["routes"][(other, c.label)] == file
+                    for c in ROUTES.get(other, [])):
+                assert graded["passed"], (file, other, graded["feedback"])
+
+
+# ------------------------------------------------------------ fresh hidden cases
+def test_every_row_records_the_runs_seed(run):
+    assert {row["seed"] for row in run["rows"]} == {SEED}
+
+
+def _arguments(cases):
+    return [(case.args, case.kwargs) for case in cases]
+
+
+def _same(a, b):
+    if isinstance(a, dict):
+        return isinstance(b, dict) and a.keys() == b.keys() and all(_same(a[k], b[k]) for k in a)
+    if isinstance(a, (tuple, list)):
+        return isinstance(b, (tuple, list)) and len(a) == len(b) and all(map(_same, a, b))
+    a, b = np.asarray(a), np.asarray(b)
+    return a.shape == b.shape and bool(np.array_equal(a, b, equal_nan=a.dtype.kind == "f"))
+
+
+@pytest.mark.parametrize("name", sorted(EXERCISES))
+def test_hidden_cases_are_the_same_for_a_seed_and_differ_between_seeds(name):
+    exercise = EXERCISES[name]
+    draw = lambda seed: _arguments(exercise.cases(hidden=True, seed=kernel.exercise_seed(seed, name)))
+    assert _same(draw(7), draw(7))
+    assert not _same(draw(7), draw(8))
+
+
+def _hidden(name, seed):
+    return EXERCISES[name].cases(hidden=True, seed=kernel.exercise_seed(seed, name))
+
+
+@pytest.mark.parametrize("name", sorted(EXERCISES))
+def test_every_seeds_hidden_cases_pass_the_reference_and_fail_every_catalogued_mistake(name):
+    exercise = EXERCISES[name]
+    for seed in range(20):
+        cases = _hidden(name, seed)
+        report = evaluate(exercise, exercise.reference, cases)
+        assert report.passed == report.total == len(cases), (seed, report.failures)
+        for mistake in exercise.mistakes:
+            report = evaluate(exercise, mistake.fn, cases)
+            assert report.passed < report.total, (seed, mistake.message)
+
+
+@pytest.mark.parametrize("name", sorted(EXERCISES))
+def test_hidden_shapes_vary_between_seeds(name):
+    def shapes(seed):   # array arguments by shape, numbers (sizes, head counts) by value
+        return tuple(np.shape(a) if isinstance(a, np.ndarray) else a
+                     for case in _hidden(name, seed) for a in case.args)
+    assert len({shapes(seed) for seed in range(10)}) > 1
+
+
+def test_the_same_seed_grades_the_same_and_another_seed_draws_other_cases():
+    def wrong(X, W_q, W_k, W_v):   # off by one in Q: the feedback quotes the numbers
+        return X @ W_q + 1, X @ W_k, X @ W_v
+
+    first = kernel.grade_function("project_qkv", wrong, seed=1)
+    assert kernel.grade_function("project_qkv", wrong, seed=1) == first
+    assert kernel.grade_function("project_qkv", wrong, seed=2)["failures"] != first["failures"]
+
+
+def test_without_seed_each_run_draws_a_fresh_one_and_prints_it(tmp_path):
+    submission = tmp_path / "nothing.ipynb"   # no lesson: graded without a kernel
+    nbformat.write(_nb("x = 1"), str(submission))
+    seeds = []
+    for i in range(2):
+        out = tmp_path / f"{i}.json"
+        proc = grade_cli("--json", str(out), str(submission))
+        seeds.append(json.loads(out.read_text())[0]["seed"])
+        assert f"--seed {seeds[-1]}" in proc.stderr
+    assert seeds[0] != seeds[1]
 
 
 # ------------------------------------------------------------ broken submissions
