@@ -26,7 +26,14 @@ import numpy as np
 
 from .. import reference
 from ..checking import Case, Exercise, Mistake
-from .lesson02 import NOTEBOOK_D_K
+
+LESSON = "03_softmax_and_attention"
+
+#: The global d_k the lesson's notebook defines (lesson 01's size): an attention that reads
+#: it instead of ``Q.shape[-1]`` scales by sqrt(4). tests/test_catalogue.py reads it from the
+#: solution notebook and compares.
+NOTEBOOK_D_K = 4
+NOTEBOOK_GLOBALS = {"d_k": NOTEBOOK_D_K}
 
 
 # ------------------------------------------------------------------ softmax
@@ -286,7 +293,7 @@ ATTENTION_MISTAKES = [
 EXERCISES = [
     Exercise(
         name="softmax",
-        lesson="03_softmax_and_attention",
+        lesson=LESSON,
         reference=reference.softmax,
         make_cases=make_softmax_cases,
         mistakes=SOFTMAX_MISTAKES,
@@ -294,7 +301,7 @@ EXERCISES = [
     ),
     Exercise(
         name="causal_mask",
-        lesson="03_softmax_and_attention",
+        lesson=LESSON,
         reference=reference.causal_mask,
         make_cases=make_mask_cases,
         mistakes=MASK_MISTAKES,
@@ -303,7 +310,7 @@ EXERCISES = [
     ),
     Exercise(
         name="scaled_dot_product_attention",
-        lesson="03_softmax_and_attention",
+        lesson=LESSON,
         reference=reference.scaled_dot_product_attention,
         make_cases=make_attention_cases,
         mistakes=ATTENTION_MISTAKES,

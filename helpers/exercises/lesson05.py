@@ -14,6 +14,8 @@ import numpy as np
 from .. import reference
 from ..checking import Case, Exercise, Mistake
 
+LESSON = "05_complexity"
+
 
 # ----------------------------------------------------------------- attention_flops
 def make_flops_cases(rng, hidden):
@@ -136,7 +138,7 @@ POWER_MISTAKES = [
 EXERCISES = [
     Exercise(
         name="attention_flops",
-        lesson="05_complexity",
+        lesson=LESSON,
         reference=reference.attention_flops,
         make_cases=make_flops_cases,
         mistakes=FLOPS_MISTAKES,
@@ -146,7 +148,7 @@ EXERCISES = [
     ),
     Exercise(
         name="fit_power_law",
-        lesson="05_complexity",
+        lesson=LESSON,
         reference=reference.fit_power_law,
         make_cases=make_power_cases,
         mistakes=POWER_MISTAKES,

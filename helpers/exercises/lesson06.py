@@ -17,6 +17,8 @@ import numpy as np
 from .. import reference
 from ..checking import Case, Exercise, Mistake
 
+LESSON = "06_tiled_attention"
+
 
 def _growing_keys(rng, n_k, d_k, growth):
     """Keys whose scores with positive queries grow with the key index."""
@@ -132,7 +134,7 @@ MISTAKES = [
 EXERCISES = [
     Exercise(
         name="online_softmax_attention",
-        lesson="06_tiled_attention",
+        lesson=LESSON,
         reference=reference.online_softmax_attention,
         make_cases=make_cases,
         mistakes=MISTAKES,

@@ -34,7 +34,7 @@ from helpers import course
 BEGIN = "### BEGIN SOLUTION"
 END = "### END SOLUTION"
 INSTRUCTOR_TAG = "instructor"
-ROOT = Path(__file__).resolve().parents[2]
+ROOT = course.ROOT
 
 _DEF = re.compile(r"^(\s*)def\s+([A-Za-z_]\w*)\s*\(")
 
@@ -184,7 +184,8 @@ def main(argv=None):
                              "or a solution's badge or setup cell is")
     args = parser.parse_args(argv)
     stale = []
-    for path in sorted(args.solutions.glob("*.ipynb")):
+    for lesson in course.lessons(args.solutions):
+        path = args.solutions / f"{lesson}.ipynb"
         text, current = refreshed_solution_text(path), path.read_text(encoding="utf-8")
         if text != current:
             stale.append(path)
