@@ -17,9 +17,12 @@ causal_mask
 scaled_dot_product_attention
     no mask and n_q != n_k first (no scaling, wrong softmax axis, outputs
     swapped); then a causal mask (mask after the softmax without renormalising,
-    mask inverted, masked scores set to 0); then a mask with a fully masked query
-    row (NaN from ``-inf`` alone, a uniform row from a large negative number);
-    then large scores (a naive softmax inside overflows).
+    mask inverted, masked scores set to 0); then large scores under a causal mask
+    (a naive softmax inside overflows; masking after the softmax underflows, and
+    renormalising then divides 0 by 0); then a mask with a fully masked query row
+    (NaN from ``-inf`` alone, a uniform row from a large negative number). The
+    large scores come first: on the fully masked row alone, "masked after the
+    softmax, renormalised" gives the same NaN as "-inf alone" and could not be named.
 """
 
 import numpy as np
@@ -220,9 +223,9 @@ def make_attention_cases(rng, hidden):
         return [
             _attention_case(rng, 3, 5, 4, 2, None, "no mask, n_q != n_k"),
             _attention_case(rng, 4, 4, 3, 5, reference.causal_mask(4), "causal mask"),
-            _attention_case(rng, 3, 5, 6, 3, empty_row, "query 1 may attend to nothing"),
             _attention_case(rng, 4, 4, 8, 2, reference.causal_mask(4),
                             "large scores (q, k entries ~30), causal mask", scale=30.0),
+            _attention_case(rng, 3, 5, 6, 3, empty_row, "query 1 may attend to nothing"),
             _attention_case(rng, 1, 6, 2, 4, None, "a single query"),
         ]
     empty_rows = np.ones((4, 6), dtype=bool)
@@ -231,9 +234,9 @@ def make_attention_cases(rng, hidden):
     return [
         _attention_case(rng, 4, 6, 5, 3, None, "no mask, n_q != n_k"),
         _attention_case(rng, 5, 5, 4, 2, reference.causal_mask(5), "causal mask"),
-        _attention_case(rng, 4, 6, 3, 4, empty_rows, "query 0 may attend to nothing"),
         _attention_case(rng, 6, 6, 16, 3, reference.causal_mask(6),
                         "large scores, causal mask", scale=40.0),
+        _attention_case(rng, 4, 6, 3, 4, empty_rows, "query 0 may attend to nothing"),
         _attention_case(rng, 2, 3, 7, 1, None, "d_v = 1"),
     ]
 
