@@ -12,7 +12,7 @@ import tracemalloc
 
 import numpy as np
 
-__all__ = ["median_time", "traced_peak", "format_bytes", "log_log_axes"]
+__all__ = ["median_time", "traced_peak", "format_bytes"]
 
 
 def _positive(where, name, value):
@@ -120,28 +120,3 @@ def format_bytes(n):
         if n < 1024 or unit == "TiB":
             return f"{n:.0f} {unit}" if unit == "bytes" else f"{n:.1f} {unit}"
         n /= 1024
-
-
-def log_log_axes(ax, xticks=None):
-    """Put ``ax`` on log-log axes labelled with plain numbers (``64``, ``0.5``), not ``10^k``.
-
-    Power laws are straight lines on log-log axes. Matplotlib's default labels there are
-    typeset formulas, which are slow to draw; plain numbers read as well and draw fast.
-
-    Parameters
-    ----------
-    ax : matplotlib Axes
-    xticks : sequence of numbers, optional
-        Put the x ticks exactly there (e.g. the measured sizes).
-    """
-    from matplotlib.ticker import FuncFormatter, NullFormatter
-
-    ax.set_xscale("log")
-    ax.set_yscale("log")
-    plain = FuncFormatter(lambda value, _: f"{value:g}")
-    for axis in (ax.xaxis, ax.yaxis):
-        axis.set_major_formatter(plain)
-        axis.set_minor_formatter(NullFormatter())
-    if xticks is not None:
-        ax.set_xticks(list(xticks), labels=[f"{v:g}" for v in xticks])
-        ax.xaxis.set_minor_formatter(NullFormatter())

@@ -116,20 +116,3 @@ def test_format_bytes_uses_binary_units(n, text):
 def test_format_bytes_rejects_bad_input(n, error):
     with pytest.raises(error):
         format_bytes(n)
-
-
-def test_log_log_axes_sets_log_scales_and_plain_tick_labels():
-    import matplotlib
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-    from helpers.measure import log_log_axes
-
-    fig, ax = plt.subplots()
-    try:
-        ax.plot([64, 128, 256], [0.5, 2.0, 8.0])
-        log_log_axes(ax, xticks=[64, 128, 256])
-        assert (ax.get_xscale(), ax.get_yscale()) == ("log", "log")
-        assert [t.get_text() for t in ax.get_xticklabels()] == ["64", "128", "256"]
-        assert ax.yaxis.get_major_formatter()(0.5, 0) == "0.5"
-    finally:
-        plt.close(fig)
