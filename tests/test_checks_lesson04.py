@@ -11,7 +11,7 @@ import pytest
 from helpers import reference
 from helpers.checking import ExerciseError, evaluate
 from helpers.checks import check
-from helpers.exercises import lesson04
+from helpers.exercises import EXERCISES
 
 NAMES = ["split_heads", "merge_heads", "multi_head_attention"]
 
@@ -200,7 +200,7 @@ def test_any_correct_version_passes_and_is_kept(name, case, capsys):
 
 @pytest.mark.parametrize("name, case", [(n, c) for n in NAMES for c in sorted(RIGHT[n])])
 def test_any_correct_version_passes_the_hidden_cases(name, case):
-    exercise = lesson04.EXERCISES[NAMES.index(name)]
+    exercise = EXERCISES[name]
     report = evaluate(exercise, RIGHT[name][case], exercise.cases(hidden=True))
     assert report.ok, report.failures
 
@@ -208,28 +208,15 @@ def test_any_correct_version_passes_the_hidden_cases(name, case):
 @pytest.mark.parametrize("name, case", [(n, c) for n in NAMES for c in sorted(WRONG[n])])
 def test_wrong_version_fails_the_hidden_cases_with_the_same_message(name, case):
     fn, message = WRONG[name][case]
-    exercise = lesson04.EXERCISES[NAMES.index(name)]
+    exercise = EXERCISES[name]
     report = evaluate(exercise, fn, exercise.cases(hidden=True), stop_at_first_failure=True)
     assert report.failures and message in report.failures[0]
-
-
-def _mistakes():
-    return [(e.name, i) for e in lesson04.EXERCISES for i in range(len(e.mistakes))]
-
-
-@pytest.mark.parametrize("hidden", [False, True])
-@pytest.mark.parametrize("name, index", _mistakes())
-def test_every_catalogued_mistake_is_told_apart_from_the_others(name, index, hidden):
-    exercise = lesson04.EXERCISES[NAMES.index(name)]
-    mistake = exercise.mistakes[index]
-    report = evaluate(exercise, mistake.fn, exercise.cases(hidden), stop_at_first_failure=True)
-    assert report.failures and mistake.message in report.failures[0]
 
 
 @pytest.mark.parametrize("hidden", [False, True])
 @pytest.mark.parametrize("name", NAMES)
 def test_first_case_separates_tokens_heads_and_head_size(name, hidden):
-    exercise = lesson04.EXERCISES[NAMES.index(name)]
+    exercise = EXERCISES[name]
     first = exercise.cases(hidden)[0]
     if name == "merge_heads":
         h, n, d_head = first.args[0].shape
@@ -237,17 +224,3 @@ def test_first_case_separates_tokens_heads_and_head_size(name, hidden):
         (n, d_model), h = first.args[0].shape, first.args[-1]
         d_head = d_model // h
     assert len({n, h, d_head}) == 3 and h > 1
-
-
-@pytest.mark.parametrize("name", NAMES)
-def test_not_attempted_gives_notice_and_reference(name, capsys):
-    def stub(*args, **kwargs):
-        raise NotImplementedError(f"{name}: not written yet")
-
-    assert check(name, stub) is getattr(reference, name)
-    assert "not attempted yet" in capsys.readouterr().out
-
-
-def test_the_exercises_are_in_lesson_order():
-    assert [e.name for e in lesson04.EXERCISES] == NAMES
-    assert {e.lesson for e in lesson04.EXERCISES} == {"04_multi_head"}
