@@ -1,7 +1,7 @@
 """Reference implementations of every exercise in the course.
 
 One function per exercise, with the exact name and signature the lessons use
-(see the exercise contract in COURSE.md). They are what the checks compare a
+(see the exercise contract in CONTRIBUTING.md). They are what the checks compare a
 learner's function against, what the lessons fall back on before an exercise is
 solved, and what the grader uses.
 
@@ -12,7 +12,7 @@ the input is wrong. There is no Python loop over heads or rows anywhere; the
 online-softmax attention loops over key blocks only.
 
 Read top to bottom, this file is the whole of scaled dot-product and multi-head
-attention in about a hundred lines of NumPy.
+attention in NumPy; the input checks it calls are in :mod:`helpers.validation`.
 """
 
 import numpy as np
@@ -88,6 +88,15 @@ def _check_qk(where, Q, K):
               f"Q {shape_str(Q.shape)}, K {shape_str(K.shape)}")
     batch_shape(where, {"Q": Q, "K": K})
     return Q, K
+
+
+def _check_qkv(where, Q, K, V):
+    """Check an attention's Q, K and V; return them as float arrays, and their batch shape."""
+    Q, K = _check_qk(where, Q, K)
+    V = as_float_array(where, "V", V, min_ndim=2)
+    same_size(where, "K", K.shape[-2], "V", V.shape[-2], "n_k",
+              f"K {shape_str(K.shape)}, V {shape_str(V.shape)}")
+    return Q, K, V, batch_shape(where, {"Q": Q, "K": K, "V": V})
 
 
 def _scores(Q, K):
@@ -208,11 +217,7 @@ def scaled_dot_product_attention(Q, K, V, mask=None):
     weights : ndarray, shape (..., n_q, n_k)
     """
     where = "scaled_dot_product_attention"
-    Q, K = _check_qk(where, Q, K)
-    V = as_float_array(where, "V", V, min_ndim=2)
-    same_size(where, "K", K.shape[-2], "V", V.shape[-2], "n_k",
-              f"K {shape_str(K.shape)}, V {shape_str(V.shape)}")
-    batch = batch_shape(where, {"Q": Q, "K": K, "V": V})
+    Q, K, V, batch = _check_qkv(where, Q, K, V)
     if mask is not None:
         bool_mask(where, mask, batch + (Q.shape[-2], K.shape[-2]))
     return _attention(Q, K, V, mask)
@@ -395,11 +400,7 @@ def online_softmax_attention(Q, K, V, block_size=128):
         Equal to ``scaled_dot_product_attention(Q, K, V)[0]`` up to rounding.
     """
     where = "online_softmax_attention"
-    Q, K = _check_qk(where, Q, K)
-    V = as_float_array(where, "V", V, min_ndim=2)
-    same_size(where, "K", K.shape[-2], "V", V.shape[-2], "n_k",
-              f"K {shape_str(K.shape)}, V {shape_str(V.shape)}")
-    batch = batch_shape(where, {"Q": Q, "K": K, "V": V})
+    Q, K, V, batch = _check_qkv(where, Q, K, V)
     block_size = positive_int(where, "block_size", block_size)
     dtype = np.result_type(Q, K, V)
     n_q, n_k = Q.shape[-2], K.shape[-2]

@@ -1,7 +1,7 @@
 """Sliders for the lessons, on the ipywidgets API common to versions 7.7 (Colab) and 8.
 
-Only ``SelectionSlider``, ``interactive_output``, ``VBox``/``HBox``, ``Output`` and
-``Image`` are used, all present in both versions. Each slider redraws one matplotlib figure.
+Only ``SelectionSlider``, ``VBox`` and ``Image`` are used (and a widget's ``observe``),
+all present in both versions. Each slider redraws one matplotlib figure.
 """
 
 import ipywidgets as widgets
