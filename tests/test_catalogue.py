@@ -61,6 +61,16 @@ def test_a_lesson_module_declares_its_lesson_and_numbers_it_alike(module):
     assert {exercise.lesson for exercise in module.EXERCISES} == {module.LESSON}
 
 
+def test_lessons_are_the_solution_notebooks_in_order(tmp_path):
+    for name in ["02_b.ipynb", "10_c.ipynb", "01_a.ipynb", "notes.md"]:
+        (tmp_path / name).write_text("{}")
+    assert course.lessons(tmp_path) == ["01_a", "02_b", "10_c"]
+
+
+def test_the_registry_lists_the_lessons_with_exercises_in_lesson_order():
+    assert list(exercises.LESSONS) == [lesson for lesson in course.lessons() if lesson in exercises.LESSONS]
+
+
 @pytest.mark.parametrize("name", NAMES)
 def test_the_reference_is_exported_under_the_exercise_name(name):
     assert name in reference.__all__
