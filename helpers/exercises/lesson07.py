@@ -43,8 +43,10 @@ import numpy as np
 
 from .. import reference
 from ..checking import Case, Exercise, Mistake
+from .lesson04 import _merge_no_transpose, _split_no_transpose
 
 LESSON = "07_backward"
+NOTEBOOK_D_K = 4       # the d_k of the notebook's sentence (section 4), a global there
 
 
 def _swap(A):
@@ -173,7 +175,8 @@ def _attention_grads(Q, K, V, W, d_out, *, scale_q="sqrt", scale_k="sqrt", softm
                      dV="right", dK="right", dQ="right", dW="right", recompute=False):
     """attention_backward with one step (or more) done wrong, for the mistakes below."""
     d_k = Q.shape[-1]
-    scales = {"sqrt": 1 / np.sqrt(d_k), "none": 1.0, "d_k": 1 / d_k}
+    scales = {"sqrt": 1 / np.sqrt(d_k), "none": 1.0, "d_k": 1 / d_k,
+              "notebook": 1 / np.sqrt(NOTEBOOK_D_K)}
     if recompute:                                          # weights rebuilt from Q, K: no mask
         W = reference.softmax(Q @ _swap(K) / np.sqrt(d_k))
     dV_ = _swap(W) @ d_out if dV == "right" else W @ d_out     # "W": square cases only
@@ -207,6 +210,10 @@ ATTENTION_BACKWARD_MISTAKES = [
             lambda *a: _attention_grads(*a, scale_k="none")),
     Mistake("dQ and dK were divided by d_k instead of sqrt(d_k): " + _SCALE,
             lambda *a: _attention_grads(*a, scale_q="d_k", scale_k="d_k")),
+    Mistake(f"dQ and dK were scaled by 1/sqrt({NOTEBOOK_D_K}): that is the notebook's global "
+            f"d_k, not this input's. Read d_k from the input inside the function: "
+            f"d_k = Q.shape[-1].",
+            lambda *a: _attention_grads(*a, scale_q="notebook", scale_k="notebook")),
     Mistake("dV was computed with W instead of its transpose: out = W @ V, so "
             "dV = W.T @ d_out, shape (n_k, d_v): key j's value receives from every query "
             "that looked at it.",
@@ -376,16 +383,6 @@ def make_mha_backward_cases(rng, hidden):
                  (5, 6, 3, "3 heads, the first token may attend to nothing", empty),
                  (3, 4, 1, "one head", None), (1, 4, 2, "a single token", None)]
     return [_mha_backward_case(rng, *spec) for spec in specs]
-
-
-def _split_no_transpose(A, h):
-    n, d_model = A.shape
-    return A.reshape(h, n, d_model // h)
-
-
-def _merge_no_transpose(H):
-    h, n, d_head = H.shape
-    return H.reshape(n, h * d_head)
 
 
 def _mha_grads(X, W_q, W_k, W_v, W_o, h, d_out, mask=None, *, W_o_T=True, dW_T=False,
