@@ -297,19 +297,6 @@ def test_wrong_version_fails_the_hidden_cases_with_the_same_message(name, case):
     assert report.failures and message in report.failures[0]
 
 
-def _mistakes():
-    return [(e.name, i) for e in lesson04.EXERCISES for i in range(len(e.mistakes))]
-
-
-@pytest.mark.parametrize("hidden", [False, True])
-@pytest.mark.parametrize("name, index", _mistakes())
-def test_every_catalogued_mistake_is_told_apart_from_the_others(name, index, hidden):
-    exercise = lesson04.EXERCISES[NAMES.index(name)]
-    mistake = exercise.mistakes[index]
-    report = evaluate(exercise, mistake.fn, exercise.cases(hidden), stop_at_first_failure=True)
-    assert report.failures and mistake.message in report.failures[0]
-
-
 @pytest.mark.parametrize("hidden", [False, True])
 @pytest.mark.parametrize("name", NAMES)
 def test_first_case_separates_tokens_heads_and_head_size(name, hidden):

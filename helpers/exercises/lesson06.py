@@ -48,7 +48,7 @@ def make_cases(rng, hidden):
     ]
     if hidden:
         specs = [
-            (6, 11, 3, 4, 5, "the max grows every block, last block partial", 4.0),
+            (6, 12, 3, 4, 5, "the max grows every block, last block partial (12 = 5 + 5 + 2)", 4.0),
             (5, 16, 4, 2, 4, "the max grows every block, n_k a multiple of block_size", 2.5),
             (3, 2, 3, 3, 5, "block_size larger than n_k", None),
             (4, 5, 2, 6, 1, "block_size = 1", 2.0),
