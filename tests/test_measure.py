@@ -3,7 +3,7 @@
 import numpy as np
 import pytest
 
-from helpers.measure import format_bytes, median_time, traced_peak
+from helpers.measure import format_bytes, median_time, slider_step_report, traced_peak
 
 
 class FakeClock:
@@ -133,3 +133,30 @@ def test_log_log_axes_sets_log_scales_and_plain_tick_labels():
         assert ax.yaxis.get_major_formatter()(0.5, 0) == "0.5"
     finally:
         plt.close(fig)
+
+
+# ------------------------------------------------------------ slider_step_report
+def _ticking(step):
+    """A fake clock that advances by ``step`` seconds each time it is read."""
+    now = [0.0]
+
+    def clock():
+        now[0] += step
+        return now[0]
+    return clock
+
+
+def test_slider_step_report_times_each_value_once_in_order():
+    seen = []
+    report = slider_step_report(seen.append, [1, 2, 4], clock=_ticking(0.01),
+                                cpu_clock=_ticking(0.002))
+    assert seen == [1, 2, 4]
+    # each value: the clock is read twice, 10 ms apart; the CPU clock 2 ms apart
+    assert report.splitlines() == ["   1:   10 ms wall,    2 ms CPU",
+                                   "   2:   10 ms wall,    2 ms CPU",
+                                   "   4:   10 ms wall,    2 ms CPU"]
+
+
+def test_slider_step_report_rejects_a_non_callable():
+    with pytest.raises(TypeError, match="slider_step_report: redraw must be callable"):
+        slider_step_report(42, [1])
