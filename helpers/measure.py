@@ -13,7 +13,7 @@ import tracemalloc
 import numpy as np
 
 __all__ = ["median_time", "traced_peak", "format_bytes", "log_log_axes", "median_times",
-           "times_table", "crossing", "plot_times", "slider_step_report"]
+           "traced_peaks", "times_table", "crossing", "plot_times", "slider_step_report"]
 
 
 def _positive(where, name, value):
@@ -199,6 +199,25 @@ def median_times(make_functions, sizes, repeat=5):
         for name, fn in make_functions(size).items():
             times.setdefault(name, []).append(median_time(fn, repeat=repeat, number=None))
     return {name: np.array(t) for name, t in times.items()}
+
+
+def traced_peaks(make_functions, sizes):
+    """Peak traced bytes (see :func:`traced_peak`) of several functions, at each size.
+
+    Parameters
+    ----------
+    make_functions : callable size -> dict of name -> zero-argument function
+    sizes : sequence of numbers
+
+    Returns
+    -------
+    dict name -> ndarray of int, shape (len(sizes),)
+    """
+    peaks = {}
+    for size in sizes:
+        for name, fn in make_functions(size).items():
+            peaks.setdefault(name, []).append(traced_peak(fn))
+    return {name: np.array(p) for name, p in peaks.items()}
 
 
 def times_table(sizes, times, size_name="n"):

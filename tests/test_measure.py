@@ -4,7 +4,7 @@ import numpy as np
 import pytest
 
 from helpers.measure import (crossing, format_bytes, median_time, median_times, plot_times,
-                             slider_step_report,
+                             slider_step_report, traced_peaks,
                              times_table, traced_peak)
 
 
@@ -220,3 +220,9 @@ def test_plot_times_draws_one_line_per_name_in_ms_with_fitted_exponents_and_guid
     np.testing.assert_allclose(lines[1].get_ydata(), [0.25, 1, 4])     # slope 2 through (4, 4 ms)
     assert (ax.get_title(), ax.get_xscale(), ax.get_yscale()) == ("T", "log", "log")
     plt.close("all")
+
+
+def test_traced_peaks_counts_the_array_each_function_makes():
+    peaks = traced_peaks(lambda n: {"ones": lambda: np.ones(n)}, [1000, 2000])
+    # n float64 numbers: 8 * n bytes (plus a little bookkeeping)
+    assert 8000 <= peaks["ones"][0] < 9000 and 16000 <= peaks["ones"][1] < 17000
