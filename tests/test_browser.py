@@ -30,8 +30,9 @@ ROOT = Path(__file__).resolve().parents[1]
 SCREENSHOTS = Path(os.environ.get("SCREENSHOTS_DIR", ROOT / "screenshots"))
 LESSONS = [f"{lesson}.ipynb" for lesson in course.lessons()]
 PROBE = "slider_probe.ipynb"
-# A call that builds a slider: one of helpers.widgets' slider makers, or an ipywidgets *Slider.
-SLIDER_CALL = re.compile(r"\b(?:choice_slider|dk_slider|head_count_slider|\w*Slider)\(")
+# A call that builds one slider: a helpers.widgets maker named *_slider or *_explorer (not
+# figure_slider, which puts a figure under a slider made elsewhere), or an ipywidgets *Slider.
+SLIDER_CALL = re.compile(r"\b(?!figure_slider\()\w*(?:_slider|_explorer|Slider)\(")
 
 PROBE_CELL = '''\
 import ipywidgets as widgets
@@ -64,6 +65,7 @@ def sliders_built(name):
     ("s = widgets.dk_slider(value=64)\nbox, redraw = widgets.figure_slider(s, draw)", 1),
     ("a=widgets.choice_slider(steps, 1, 'a'), b=choice_slider(steps, 2, 'b')", 2),
     ("heads = widgets.IntSlider(value=2)\nslider = head_count_slider(64)", 2),
+    ("box, redraw = widgets.head_count_explorer(multi_head_attention, X, *weights, tokens)", 1),
     ("def dk_slider_help():\n    return 'no slider here'", 0),
 ])
 def test_slider_calls_are_counted_and_a_figure_around_a_slider_is_not(source, count):

@@ -9,8 +9,8 @@ same way for all of them, so a new lesson's catalogue is held to it without a ne
 - each exercise belongs to a lesson with a notebook in solutions/ and notebooks/, and
   helpers.reference exports its reference under the exercise's name;
 - the notebook globals a catalogue relies on (a learner's function that reads the
-  notebook's ``d_k`` instead of its input's) are the ones the solution notebook defines
-  before that exercise's check: read from the notebook's cells here, and compared.
+  notebook's ``d_k`` instead of its input's) are the ones the solution notebook has at
+  the checks that follow their definition: read from the notebook's cells here, and compared.
 
 What is particular to one lesson (wrong versions written the way a learner would, and
 the messages they must get) stays in ``tests/test_checks_lessonNN.py``.
@@ -83,6 +83,12 @@ def test_the_reference_passes_its_own_cases(name, hidden):
     exercise = EXERCISES[name]
     report = evaluate(exercise, exercise.reference, exercise.cases(hidden))
     assert report.ok, report.failures
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_the_hidden_cases_differ_from_the_visible_ones(name):
+    exercise = EXERCISES[name]
+    assert [c.label for c in exercise.cases(True)] != [c.label for c in exercise.cases(False)]
 
 
 @pytest.mark.parametrize("name", NAMES)
@@ -165,23 +171,26 @@ def globals_before_check(lesson, name):
     raise AssertionError(f"solutions/{lesson}.ipynb has no cell that calls check({name!r}, ...)")
 
 
-GLOBALS = [(module.LESSON, exercise.name, variable, value)
-           for module in exercises.lesson_modules()
-           for exercise in module.EXERCISES
+GLOBALS = [(module.LESSON, variable, value) for module in exercises.lesson_modules()
            for variable, value in getattr(module, "NOTEBOOK_GLOBALS", {}).items()]
 
 
 def test_some_catalogues_rely_on_notebook_globals():
-    assert {variable for _, _, variable, _ in GLOBALS} >= {"d_k", "d_model", "num_heads", "d_head"}
+    assert {variable for _, variable, _ in GLOBALS} >= {"d_k", "d_model", "num_heads", "d_head"}
 
 
-@pytest.mark.parametrize("lesson, name, variable, value", GLOBALS)
-def test_a_notebook_global_the_catalogue_relies_on_is_the_notebooks(lesson, name, variable, value):
-    found = globals_before_check(lesson, name)
-    assert variable in found, f"solutions/{lesson}.ipynb defines no {variable} before checking {name}"
-    assert found[variable] == value, \
-        f"before checking {name}, solutions/{lesson}.ipynb has {variable} = {found[variable]!r}; " \
-        f"the catalogue's NOTEBOOK_GLOBALS says {value!r}"
+@pytest.mark.parametrize("lesson, variable, value", GLOBALS)
+def test_a_notebook_global_the_catalogue_relies_on_is_the_notebooks(lesson, variable, value):
+    # At the check of every exercise of the lesson that comes after the notebook defines it.
+    seen = {}
+    for exercise in exercises.LESSONS[lesson]:
+        found = globals_before_check(lesson, exercise.name)
+        if variable in found:
+            seen[exercise.name] = found[variable]
+    assert seen, f"solutions/{lesson}.ipynb defines no {variable} before any exercise's check"
+    wrong = {name: found for name, found in seen.items() if found != value}
+    assert not wrong, (f"solutions/{lesson}.ipynb has {variable} = {wrong} at those checks; "
+                       f"the catalogue's NOTEBOOK_GLOBALS says {value!r}")
 
 
 @pytest.mark.parametrize("source, expected", [
