@@ -156,27 +156,33 @@ def head_maps(weights, tokens=None, *, ax=None, title="", gap=1):
     return image
 
 
-def log_axis(ax, which="x", ticks=None):
-    """Put one axis of ``ax`` on a log scale, labelled with plain numbers.
+def log_axes(ax, which="xy", xticks=None):
+    """Put the x axis, the y axis or both of ``ax`` on a log scale, labelled with plain numbers.
 
-    ``1, 2, 4, ..., 1024`` or ``0.001, 1, 1000`` read more easily than ``10^k``, and
-    skipping the mathtext labels and minor ticks makes the figure faster to draw.
+    A power law is a straight line on log-log axes (``which="xy"``). Plain labels
+    (``1, 2, 4, ..., 1024`` or ``0.001, 1, 1000``) read more easily than ``10^k``, and
+    skipping the typeset labels and the minor ticks makes the figure faster to draw.
 
     Parameters
     ----------
     ax : matplotlib Axes
-    which : "x" or "y"
-    ticks : list of numbers, optional
-        Where to put the labelled ticks (e.g. the powers of two measured);
-        by default matplotlib's decades.
+    which : "x", "y" or "xy"
+        The axes to put on a log scale.
+    xticks : sequence of numbers, optional
+        Put the labelled x ticks exactly there (e.g. the sizes measured); by default
+        matplotlib's decades. Only for a log x axis.
     """
     from matplotlib.ticker import FuncFormatter, NullLocator
 
-    if which not in ("x", "y"):
-        raise ValueError(f"log_axis: which must be 'x' or 'y', got {which!r}")
-    axis = ax.xaxis if which == "x" else ax.yaxis
-    (ax.set_xscale if which == "x" else ax.set_yscale)("log")
-    if ticks is not None:
-        axis.set_ticks(list(ticks))
-    axis.set_major_formatter(FuncFormatter(lambda value, _: f"{value:g}"))
-    axis.set_minor_locator(NullLocator())
+    if which not in ("x", "y", "xy"):
+        raise ValueError(f"log_axes: which must be 'x', 'y' or 'xy', got {which!r}")
+    if xticks is not None and "x" not in which:
+        raise ValueError(f"log_axes: xticks is for a log x axis, but which={which!r}")
+    plain = FuncFormatter(lambda value, _: f"{value:g}")
+    for name in which:
+        (ax.set_xscale if name == "x" else ax.set_yscale)("log")
+        axis = ax.xaxis if name == "x" else ax.yaxis
+        axis.set_major_formatter(plain)
+        axis.set_minor_locator(NullLocator())
+    if xticks is not None:
+        ax.xaxis.set_ticks(list(xticks))

@@ -26,9 +26,10 @@ def test_benchmark_prints_multi_head_share_for_both_dtypes(bench, capsys):
 
 
 def test_benchmark_prints_online_difference_memory_and_time(bench, capsys):
-    assert bench.bench_online(repeat=1) in (True, False)
+    bench.bench_online(repeat=1)
     out = capsys.readouterr().out
-    assert "largest |tiled - naive|" in out
+    difference = next(line for line in out.splitlines() if "largest |tiled - naive|" in line)
+    assert difference.endswith(": MET")     # the same numbers up to rounding: not a timing
     assert "peak traced memory" in out and "median time" in out
 
 

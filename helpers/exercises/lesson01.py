@@ -10,6 +10,8 @@ import numpy as np
 from .. import reference
 from ..checking import Case, Exercise, Mistake
 
+LESSON = "01_qkv_projections"
+
 
 def _case(rng, n, d_model, d_k, d_v, label):
     X = rng.standard_normal((n, d_model))
@@ -65,7 +67,7 @@ MISTAKES = [
 EXERCISES = [
     Exercise(
         name="project_qkv",
-        lesson="01_qkv_projections",
+        lesson=LESSON,
         reference=reference.project_qkv,
         make_cases=make_cases,
         mistakes=MISTAKES,

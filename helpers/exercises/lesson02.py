@@ -22,10 +22,14 @@ import numpy as np
 from .. import reference
 from ..checking import Case, Exercise, Mistake
 
-#: The globals the lesson notebooks define (lesson 01's sizes): a learner's function
-#: that reads them instead of ``Q.shape[-1]`` gives the answer for these sizes.
+LESSON = "02_scaled_scores"
+
+#: The globals the lesson's notebook defines before its exercise (lesson 01's sizes): a
+#: learner's function that reads them instead of ``Q.shape[-1]`` gives the answer for
+#: these sizes. tests/test_catalogue.py reads them from the solution notebook and compares.
 NOTEBOOK_D_MODEL = 8
 NOTEBOOK_D_K = 4
+NOTEBOOK_GLOBALS = {"d_model": NOTEBOOK_D_MODEL, "d_k": NOTEBOOK_D_K}
 
 
 def _case(rng, n_q, n_k, d_k, label):
@@ -110,7 +114,7 @@ MISTAKES = [
 EXERCISES = [
     Exercise(
         name="attention_scores",
-        lesson="02_scaled_scores",
+        lesson=LESSON,
         reference=reference.attention_scores,
         make_cases=make_cases,
         mistakes=MISTAKES,

@@ -17,16 +17,26 @@ causal_mask
 scaled_dot_product_attention
     no mask and n_q != n_k first (no scaling, wrong softmax axis, outputs
     swapped); then a causal mask (mask after the softmax without renormalising,
-    mask inverted, masked scores set to 0); then a mask with a fully masked query
-    row (NaN from ``-inf`` alone, a uniform row from a large negative number);
-    then large scores (a naive softmax inside overflows).
+    mask inverted, masked scores set to 0); then large scores under a causal mask
+    (a naive softmax inside overflows; masking after the softmax underflows, and
+    renormalising then divides 0 by 0); then a mask with a fully masked query row
+    (NaN from ``-inf`` alone, a uniform row from a large negative number). The
+    large scores come first: on the fully masked row alone, "masked after the
+    softmax, renormalised" gives the same NaN as "-inf alone" and could not be named.
 """
 
 import numpy as np
 
 from .. import reference
 from ..checking import Case, Exercise, Mistake
-from .lesson02 import NOTEBOOK_D_K
+
+LESSON = "03_softmax_and_attention"
+
+#: The global d_k the lesson's notebook defines (lesson 01's size): an attention that reads
+#: it instead of ``Q.shape[-1]`` scales by sqrt(4). tests/test_catalogue.py reads it from the
+#: solution notebook and compares.
+NOTEBOOK_D_K = 4
+NOTEBOOK_GLOBALS = {"d_k": NOTEBOOK_D_K}
 
 
 # ------------------------------------------------------------------ softmax
@@ -222,9 +232,9 @@ def make_attention_cases(rng, hidden):
         return [
             _attention_case(rng, 3, 5, 4, 2, None, "no mask, n_q != n_k"),
             _attention_case(rng, 4, 4, 3, 5, reference.causal_mask(4), "causal mask"),
-            _attention_case(rng, 3, 5, 6, 3, empty_row, "query 1 may attend to nothing"),
             _attention_case(rng, 4, 4, 8, 2, reference.causal_mask(4),
                             "large scores (q, k entries ~30), causal mask", scale=30.0),
+            _attention_case(rng, 3, 5, 6, 3, empty_row, "query 1 may attend to nothing"),
             _attention_case(rng, 1, 6, 2, 4, None, "a single query"),
         ]
     # The grader's sizes, drawn afresh for each grading run. d_k is never 1, 2 or the
@@ -239,10 +249,10 @@ def make_attention_cases(rng, hidden):
     return [
         _attention_case(rng, n_q, n_k, d_k(), size(2, 5), None, "no mask, n_q != n_k"),
         _attention_case(rng, n, n, d_k(), size(2, 5), reference.causal_mask(n), "causal mask"),
-        _attention_case(rng, *empty_rows.shape, d_k(), size(2, 5), empty_rows,
-                        "query 0 may attend to nothing"),
         _attention_case(rng, n_large, n_large, int(rng.choice([12, 20, 24])), size(2, 4),
                         reference.causal_mask(n_large), "large scores, causal mask", scale=40.0),
+        _attention_case(rng, *empty_rows.shape, d_k(), size(2, 5), empty_rows,
+                        "query 0 may attend to nothing"),
         _attention_case(rng, size(1, 3), size(2, 5), d_k(), 1, None, "d_v = 1"),
     ]
 
@@ -302,7 +312,7 @@ ATTENTION_MISTAKES = [
 EXERCISES = [
     Exercise(
         name="softmax",
-        lesson="03_softmax_and_attention",
+        lesson=LESSON,
         reference=reference.softmax,
         make_cases=make_softmax_cases,
         mistakes=SOFTMAX_MISTAKES,
@@ -310,7 +320,7 @@ EXERCISES = [
     ),
     Exercise(
         name="causal_mask",
-        lesson="03_softmax_and_attention",
+        lesson=LESSON,
         reference=reference.causal_mask,
         make_cases=make_mask_cases,
         mistakes=MASK_MISTAKES,
@@ -319,7 +329,7 @@ EXERCISES = [
     ),
     Exercise(
         name="scaled_dot_product_attention",
-        lesson="03_softmax_and_attention",
+        lesson=LESSON,
         reference=reference.scaled_dot_product_attention,
         make_cases=make_attention_cases,
         mistakes=ATTENTION_MISTAKES,

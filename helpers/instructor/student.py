@@ -50,7 +50,7 @@ HIDDEN_END = "### END HIDDEN TESTS"
 #: nbgrader's own stub (``ClearSolutions.code_stub``), so that its release matches ``notebooks/``.
 STUB = ["# YOUR CODE HERE", "raise NotImplementedError()"]
 INSTRUCTOR_TAG = "instructor"
-ROOT = Path(__file__).resolve().parents[2]
+ROOT = course.ROOT
 
 _DEF = re.compile(r"^(\s*)def\s+([A-Za-z_]\w*)\s*\(")
 
@@ -276,7 +276,8 @@ def main(argv=None):
                              "or a solution's badge, setup cell or nbgrader marks are")
     args = parser.parse_args(argv)
     stale = []
-    for path in sorted(args.solutions.glob("*.ipynb")):
+    for lesson in course.lessons(args.solutions):
+        path = args.solutions / f"{lesson}.ipynb"
         text, current = refreshed_solution_text(path), path.read_text(encoding="utf-8")
         if text != current:
             stale.append(path)
