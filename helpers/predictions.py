@@ -25,7 +25,9 @@ def same(guess, answer, rel_tol=0.1):
 
 
 def reveal(guess, answer, why="", rel_tol=0.1):
-    """Print how a prediction compares with the measured ``answer``; return whether it matched.
+    """Print how a prediction compares with the measured ``answer``.
+
+    It returns nothing, so that a notebook cell ending with it shows only the message.
 
     Parameters
     ----------
@@ -37,17 +39,11 @@ def reveal(guess, answer, why="", rel_tol=0.1):
         One sentence explaining the answer, shown in every case.
     rel_tol : float
         For numbers, how close counts as right (relative): 0.1 = within 10 %.
-
-    Returns
-    -------
-    bool
     """
     shown = f"{answer:.3g}" if isinstance(answer, float) else str(answer)
     if guess is None or guess is Ellipsis or (isinstance(guess, str) and not guess.strip()):
         print(f"○ No prediction written yet. The answer: {shown}. {why}".rstrip())
-        return False
-    if same(guess, answer, rel_tol):
+    elif same(guess, answer, rel_tol):
         print(f"✓ You predicted {guess!r}: right. The answer: {shown}. {why}".rstrip())
-        return True
-    print(f"✗ You predicted {guess!r}; the answer is {shown}. {why}".rstrip())
-    return False
+    else:
+        print(f"✗ You predicted {guess!r}; the answer is {shown}. {why}".rstrip())
