@@ -129,6 +129,14 @@ STD_MISTAKES = [
 
 EXERCISES = [
     Exercise(
+        name="score_std",
+        lesson="02_scaled_scores",
+        reference=reference.score_std,
+        make_cases=make_std_cases,
+        mistakes=STD_MISTAKES,
+        outputs=("std",),
+    ),
+    Exercise(
         name="attention_scores",
         lesson="02_scaled_scores",
         reference=reference.attention_scores,
@@ -136,13 +144,5 @@ EXERCISES = [
         mistakes=MISTAKES,
         outputs=("scores",),
         float32_ok=True,
-    ),
-    Exercise(
-        name="score_std",
-        lesson="02_scaled_scores",
-        reference=reference.score_std,
-        make_cases=make_std_cases,
-        mistakes=STD_MISTAKES,
-        outputs=("std",),
     ),
 ]

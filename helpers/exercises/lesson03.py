@@ -359,15 +359,6 @@ EXERCISES = [
         validate=_mask_must_be_bool,
     ),
     Exercise(
-        name="causal_mask_for_new_tokens",
-        lesson="03_softmax_and_attention",
-        reference=reference.causal_mask_for_new_tokens,
-        make_cases=make_new_token_cases,
-        mistakes=NEW_TOKEN_MISTAKES,
-        outputs=("mask",),
-        validate=_mask_must_be_bool,
-    ),
-    Exercise(
         name="scaled_dot_product_attention",
         lesson="03_softmax_and_attention",
         reference=reference.scaled_dot_product_attention,
@@ -375,5 +366,14 @@ EXERCISES = [
         mistakes=ATTENTION_MISTAKES,
         outputs=("out", "weights"),
         float32_ok=True,
+    ),
+    Exercise(
+        name="causal_mask_for_new_tokens",
+        lesson="03_softmax_and_attention",
+        reference=reference.causal_mask_for_new_tokens,
+        make_cases=make_new_token_cases,
+        mistakes=NEW_TOKEN_MISTAKES,
+        outputs=("mask",),
+        validate=_mask_must_be_bool,
     ),
 ]
