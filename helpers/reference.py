@@ -564,7 +564,7 @@ def _sum_to_shape(grad, shape):
 
 def _attention_backward(Q, K, V, weights, d_out):
     """``(dQ, dK, dV)`` of scaled dot-product attention, without input checks (batched)."""
-    scale = 1.0 / np.sqrt(Q.shape[-1])
+    scale = Q.dtype.type(1.0 / np.sqrt(Q.shape[-1]))   # a float64 scalar would make float32 float64
     dV = np.swapaxes(weights, -1, -2) @ d_out               # (..., n_k, d_v)   out = W @ V
     dW = d_out @ np.swapaxes(V, -1, -2)                     # (..., n_q, n_k)
     dS = _softmax_backward(weights, dW, axis=-1)            # (..., n_q, n_k)   W = softmax(S); 0 where masked
