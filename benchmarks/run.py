@@ -219,12 +219,11 @@ def slider_steps():
 
     X = data.embed(words, d_model=64)
     W = [1.5 * data.weight_matrix(64, 64, seed=s) for s in (10, 11, 12, 13)]
-    heads = widgets.head_count_slider(64, value=8)
-    _, heads_redraw = widgets.figure_slider(heads, widgets.head_count_drawing(
-        lambda h: reference.multi_head_attention(X, *W, num_heads=h)[1], words, 64), figsize=(8.5, 4.2))
+    heads_box, heads_redraw = widgets.head_count_explorer(reference.multi_head_attention, X, *W,
+                                                          words, value=8)
     return {"lesson 02, d_k": (lambda v: dk_redraw(d_k=v), list(d_k.options)),
             "lesson 03, sat's query": (lambda v: sat_redraw(noun=v), list(noun.options)),
-            "lesson 04, heads": (heads_redraw, list(heads.options))}
+            "lesson 04, heads": (heads_redraw, list(heads_box.children[0].options))}
 
 
 def bench_sliders(repeat):

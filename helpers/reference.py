@@ -36,11 +36,14 @@ __all__ = [
     "causal_mask_for_new_tokens",
     "scaled_dot_product_attention",
     "split_heads",
+    "split_heads_batched",
     "merge_heads",
     "multi_head_attention",
     "attention_flops",
     "fit_power_law",
+    "flops_crossing",
     "online_softmax_attention",
+    "causal_online_softmax_attention",
     "softmax_backward",
     "attention_backward",
     "numerical_gradient",
@@ -328,6 +331,28 @@ def split_heads(X, num_heads):
     return np.swapaxes(H, -3, -2)                 # (..., h, n, d_head): heads first
 
 
+def split_heads_batched(X, num_heads):
+    """:func:`split_heads` on a batch of sentences (lesson 04's transfer exercise).
+
+    Parameters
+    ----------
+    X : ndarray, shape (B, n, d_model)
+        B sentences of n tokens each.
+    num_heads : int, divides d_model
+
+    Returns
+    -------
+    ndarray, shape (B, num_heads, n, d_head): sentence b's head i holds columns
+    ``i*d_head:(i+1)*d_head`` of ``X[b]``.
+    """
+    X = as_float_array("split_heads_batched", "X", X, min_ndim=3)
+    if X.ndim != 3:
+        raise ValueError(f"split_heads_batched: X must be (B, n, d_model), got shape "
+                         f"{shape_str(X.shape)}")
+    _check_heads("split_heads_batched", X.shape[-1], num_heads)
+    return split_heads(X, num_heads)
+
+
 def merge_heads(H):
     """Concatenate the heads back side by side: the inverse of :func:`split_heads`.
 
@@ -457,7 +482,67 @@ def fit_power_law(sizes, costs):
     return float(np.sum(spread * (log_c - log_c.mean())) / np.sum(spread ** 2))
 
 
+def flops_crossing(d_model, with_output_projection=True):
+    """The sentence length n at which the score grid costs as many FLOPs as the projections.
+
+    The grid (scores and weighted sum) costs ``4*n^2*d``; the projections ``6*n*d^2``
+    (Q, K, V) or ``8*n*d^2`` with the output projection W_o. They are equal at
+    ``n = 1.5*d`` or ``n = 2*d``: the grid's share of the two is ``n / (1.5*d)`` or ``n / (2*d)``.
+
+    Returns
+    -------
+    float
+    """
+    d = positive_int("flops_crossing", "d_model", d_model)
+    matrices = 4 if with_output_projection else 3     # (n, d) @ (d, d) products, 2*n*d^2 each
+    return 2 * matrices * d / 4                         # 2*matrices*n*d^2 = 4*n^2*d
+
+
 # --------------------------------------------------------------------------- 06
+def _online_attention(Q, K, V, block_size, causal):
+    """Online-softmax attention without input checks (see :func:`online_softmax_attention`)."""
+    batch = np.broadcast_shapes(Q.shape[:-2], K.shape[:-2], V.shape[:-2])
+    dtype = np.result_type(Q, K, V)
+    n_q, n_k = Q.shape[-2], K.shape[-2]
+
+    # A view with the full batch shape (no copy), so every score block has it too and the
+    # in-place updates below never need to broadcast into a bigger array.
+    Q = np.broadcast_to(Q, batch + Q.shape[-2:])             # (..., n_q, d_k)
+    m = np.full(batch + (n_q, 1), -np.inf, dtype=dtype)      # running row max
+    l = np.zeros(batch + (n_q, 1), dtype=dtype)              # running sum of exp
+    acc = np.zeros(batch + (n_q, V.shape[-1]), dtype=dtype)  # running sum of exp * V
+    for start in range(0, n_k, block_size):
+        K_b = K[..., start:start + block_size, :]            # (..., b, d_k); the last may be shorter
+        V_b = V[..., start:start + block_size, :]            # (..., b, d_v)
+        # Causal: queries before `start` may see none of this block's keys: skip their rows.
+        rows = slice(start if causal else 0, None)
+        s = _scores(Q[..., rows, :], K_b)                    # (..., rows, b): the only score block
+        if causal:   # query start + i may see key start + j only when j <= i
+            np.copyto(s, -np.inf, where=~np.tri(*s.shape[-2:], dtype=bool))
+        m_old = m[..., rows, :]                              # views: updated in place below
+        m_new = np.maximum(m_old, s.max(axis=-1, keepdims=True))  # (..., rows, 1): max so far
+        rescale = np.exp(m_old - m_new)                      # exp(-inf) = 0 on a row's first block
+        s -= m_new                                           # in place: every entry <= 0
+        p = np.exp(s, out=s)                                 # in place: (..., rows, b), entries <= 1
+        l[..., rows, :] *= rescale                           # old sum, moved to the new max ...
+        l[..., rows, :] += p.sum(axis=-1, keepdims=True)     # ... plus this block's
+        acc[..., rows, :] *= rescale                         # old weighted sum, moved to the new max ...
+        acc[..., rows, :] += p @ V_b                         # ... plus this block's: (..., rows, d_v)
+        m_old[...] = m_new
+        del s, p                                             # free this block before the next is made
+    acc /= l                                                 # the final division, in place
+    return acc
+
+
+def _check_online(where, Q, K, V, block_size):
+    Q, K = _check_qk(where, Q, K)
+    V = as_float_array(where, "V", V, min_ndim=2)
+    same_size(where, "K", K.shape[-2], "V", V.shape[-2], "n_k",
+              f"K {shape_str(K.shape)}, V {shape_str(V.shape)}")
+    batch_shape(where, {"Q": Q, "K": K, "V": V})
+    return Q, K, V, positive_int(where, "block_size", block_size)
+
+
 def online_softmax_attention(Q, K, V, block_size=128):
     """Attention computed one key/value block at a time (the FlashAttention idea).
 
@@ -480,38 +565,35 @@ def online_softmax_attention(Q, K, V, block_size=128):
     out : ndarray, shape (..., n_q, d_v)
         Equal to ``scaled_dot_product_attention(Q, K, V)[0]`` up to rounding.
     """
-    where = "online_softmax_attention"
-    Q, K = _check_qk(where, Q, K)
-    V = as_float_array(where, "V", V, min_ndim=2)
-    same_size(where, "K", K.shape[-2], "V", V.shape[-2], "n_k",
-              f"K {shape_str(K.shape)}, V {shape_str(V.shape)}")
-    batch = batch_shape(where, {"Q": Q, "K": K, "V": V})
-    block_size = positive_int(where, "block_size", block_size)
-    dtype = np.result_type(Q, K, V)
-    n_q, n_k = Q.shape[-2], K.shape[-2]
+    Q, K, V, block_size = _check_online("online_softmax_attention", Q, K, V, block_size)
+    return _online_attention(Q, K, V, block_size, causal=False)
 
-    # A view with the full batch shape (no copy), so every score block has it too and the
-    # in-place updates below never need to broadcast into a bigger array.
-    Q = np.broadcast_to(Q, batch + Q.shape[-2:])             # (..., n_q, d_k)
-    m = np.full(batch + (n_q, 1), -np.inf, dtype=dtype)      # running row max
-    l = np.zeros(batch + (n_q, 1), dtype=dtype)              # running sum of exp
-    acc = np.zeros(batch + (n_q, V.shape[-1]), dtype=dtype)  # running sum of exp * V
-    for start in range(0, n_k, block_size):
-        K_b = K[..., start:start + block_size, :]            # (..., b, d_k); the last may be shorter
-        V_b = V[..., start:start + block_size, :]            # (..., b, d_v)
-        s = _scores(Q, K_b)                                  # (..., n_q, b): the only score block
-        m_new = np.maximum(m, s.max(axis=-1, keepdims=True))  # (..., n_q, 1): max so far
-        rescale = np.exp(m - m_new)                          # (..., n_q, 1); exp(-inf) = 0 on block 1
-        s -= m_new                                           # in place: every entry <= 0
-        p = np.exp(s, out=s)                                 # in place: (..., n_q, b), entries <= 1
-        l *= rescale                                         # old sum, moved to the new max ...
-        l += p.sum(axis=-1, keepdims=True)                   # ... plus this block's
-        acc *= rescale                                       # old weighted sum, moved to the new max ...
-        acc += p @ V_b                                       # ... plus this block's: (..., n_q, d_v)
-        m = m_new
-        del s, p                                             # free this block before the next is made
-    acc /= l                                                 # the final division, in place
-    return acc
+
+def causal_online_softmax_attention(Q, K, V, block_size=128):
+    """Causal attention one key/value block at a time (lesson 06's transfer exercise).
+
+    Query i attends to keys 0..i only, as with ``mask=causal_mask(n)``. Each block's
+    scores are masked where the key comes after the query, and the rows of queries
+    that come before the whole block are skipped: they would see none of it.
+
+    Parameters
+    ----------
+    Q : ndarray, shape (..., n, d_k)
+    K : ndarray, shape (..., n, d_k)
+    V : ndarray, shape (..., n, d_v)
+    block_size : int > 0
+
+    Returns
+    -------
+    out : ndarray, shape (..., n, d_v)
+        Equal to ``scaled_dot_product_attention(Q, K, V, causal_mask(n))[0]`` up to rounding.
+    """
+    where = "causal_online_softmax_attention"
+    Q, K, V, block_size = _check_online(where, Q, K, V, block_size)
+    if Q.shape[-2] != K.shape[-2]:
+        raise ValueError(f"{where}: causal attention needs as many queries as keys (one per token), "
+                         f"got Q {shape_str(Q.shape)}, K {shape_str(K.shape)}")
+    return _online_attention(Q, K, V, block_size, causal=True)
 
 
 # --------------------------------------------------------------------------- 07

@@ -228,51 +228,38 @@ def query_explorer(Q, K, V, tokens, features, query, weights_of, dims=("noun", "
     return box
 
 
-def head_count_drawing(weights_for, tokens, d_model):
-    """The drawing behind :func:`head_count_explorer`: ``draw(fig, h)`` shows h heads' maps.
+def head_count_explorer(multi_head_attention, X, W_q, W_k, W_v, W_o, tokens, value=8,
+                        figsize=(8.5, 4.2)):
+    """A head-count slider above every head's attention map (lesson 04).
+
+    Each step calls ``multi_head_attention(X, W_q, W_k, W_v, W_o, num_heads=h)`` (the
+    learner's own, once written) and draws its ``(h, n, n)`` weights with
+    :func:`helpers.plots.head_maps`, titled with ``d_head`` and the scale ``1/sqrt(d_head)``.
 
     Parameters
     ----------
-    weights_for : callable h -> ndarray (h, n, n)
-        The attention weights of every head when d_model is cut into h heads.
+    multi_head_attention : callable
+        Returns ``(out, weights)`` with ``weights`` of shape (num_heads, n, n).
+    X : ndarray, shape (n, d_model)
+    W_q, W_k, W_v, W_o : ndarray, shape (d_model, d_model)
     tokens : list of str, length n
-    d_model : int
+    value : int
+        The head count shown first; a divisor of d_model.
 
     Returns
     -------
-    callable (fig, h) -> None
+    box, redraw : as :func:`figure_slider`
     """
-    import numpy as np
-
     from . import plots
 
+    d_model = X.shape[-1]
+
     def draw(fig, h):
+        _, weights = multi_head_attention(X, W_q, W_k, W_v, W_o, num_heads=h)   # (h, n, n)
         d_head = d_model // h
-        fig.subplots_adjust(left=0.13, right=0.95, bottom=0.17, top=0.86)   # room for labels
-        plots.head_maps(weights_for(h), tokens, ax=fig.add_subplot())
+        fig.subplots_adjust(left=0.13, right=0.95, bottom=0.17, top=0.86)   # room for the labels
+        plots.head_maps(weights, tokens, ax=fig.add_subplot())
         fig.suptitle(f"{h} head{'s' if h > 1 else ''} × d_head = {d_head}  "
-                     f"(scores scaled by 1/√{d_head} = {1 / np.sqrt(d_head):.3f})")
+                     f"(scores scaled by 1/√{d_head} = {1 / d_head ** 0.5:.3f})")
 
-    return draw
-
-
-def head_count_explorer(weights_for, tokens, d_model, value=None, figsize=(8.5, 4.2)):
-    """Lesson 04's head-count slider: every head's attention map, for h = each divisor of d_model.
-
-    Parameters
-    ----------
-    weights_for : callable h -> ndarray (h, n, n)
-        E.g. ``lambda h: multi_head_attention(X, W_q, W_k, W_v, W_o, h)[1]``.
-    tokens : list of str, length n
-    d_model : int
-    value : int, optional
-        The head count shown first (the middle divisor by default).
-
-    Returns
-    -------
-    ipywidgets.VBox
-    """
-    slider = head_count_slider(d_model, value=value)
-    box, _ = figure_slider(slider, head_count_drawing(weights_for, tokens, d_model),
-                           figsize=figsize)
-    return box
+    return figure_slider(head_count_slider(d_model, value=value), draw, figsize=figsize)

@@ -74,6 +74,12 @@ def test_next_line_keeps_the_relative_link_and_adds_colab():
     assert f"({course.colab_url('notebooks/02_b.ipynb')})" in last
 
 
+def test_next_line_keeps_what_follows_the_link():
+    nb = student.refresh_front_matter(_tiny(next_line="**Next:** [Lesson 2](02_b.ipynb): gradients,\nby hand."),
+                                      "notebooks/01_a.ipynb")
+    assert nb.cells[-1].source.endswith(")): gradients,\nby hand.")
+
+
 def test_next_line_in_a_solution_opens_the_next_solution():
     nb = student.refresh_front_matter(_tiny(), "solutions/01_a.ipynb")
     assert course.colab_url("solutions/02_b.ipynb") in nb.cells[-1].source

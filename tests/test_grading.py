@@ -544,6 +544,72 @@ IMPLEMENTATIONS = {
                 return _mha_grads_by_heads(X, W_q, W_k, W_v, W_o, num_heads, d_out, mask, W_o.T, "qkv")
             """),
     ],
+    "split_heads_batched": [
+        Impl("reshape without transpose", """
+            def split_heads_batched(X, num_heads):
+                B, n, d_model = X.shape
+                return X.reshape(B, num_heads, n, d_model // num_heads)
+            """, feedback="reshaped without transposing"),
+        Impl("heads in front of the batch", """
+            def split_heads_batched(X, num_heads):
+                return np.stack(np.split(X, num_heads, axis=2))
+            """, feedback="the head axis came first"),
+        Impl("swap the middle axes", """
+            def split_heads_batched(X, num_heads):
+                B, n, d_model = X.shape
+                return X.reshape(B, n, num_heads, -1).swapaxes(1, 2)
+            """),
+    ],
+    "flops_crossing": [
+        Impl("n = d", """
+            def flops_crossing(d_model, with_output_projection=True):
+                return d_model
+            """, feedback="rule of thumb"),
+        Impl("grid counted once", """
+            def flops_crossing(d_model, with_output_projection=True):
+                return (8 if with_output_projection else 6) * d_model / 2
+            """, feedback="counted as one product"),
+        Impl("from the counts", """
+            def flops_crossing(d_model, with_output_projection=True):
+                return (4 if with_output_projection else 3) * d_model / 2
+            """),
+    ],
+    "causal_online_softmax_attention": [
+        Impl("no mask", """
+            def causal_online_softmax_attention(Q, K, V, block_size=128):
+                return online_softmax_attention(Q, K, V, block_size)
+            """, feedback="the mask was left out"),
+        Impl("mask the wrong way round", """
+            def causal_online_softmax_attention(Q, K, V, block_size=128):
+                n = len(Q)
+                m, l, acc = np.full((n, 1), -np.inf), np.zeros((n, 1)), np.zeros((n, V.shape[1]))
+                for start in range(0, n, block_size):
+                    s = Q @ K[start:start + block_size].T / np.sqrt(Q.shape[1])
+                    keys = np.arange(start, start + s.shape[1])
+                    s = np.where(keys[None, :] >= np.arange(n)[:, None], s, -np.inf)
+                    m_new = np.maximum(m, s.max(axis=1, keepdims=True))
+                    p = np.exp(s - m_new)
+                    l = l * np.exp(m - m_new) + p.sum(axis=1, keepdims=True)
+                    acc = acc * np.exp(m - m_new) + p @ V[start:start + block_size]
+                    m = m_new
+                return acc / l
+            """, feedback="the wrong way round"),
+        Impl("mask each block", """
+            def causal_online_softmax_attention(Q, K, V, block_size=128):
+                n = len(Q)
+                m, l, acc = np.full((n, 1), -np.inf), np.zeros((n, 1)), np.zeros((n, V.shape[1]))
+                for start in range(0, n, block_size):
+                    s = Q @ K[start:start + block_size].T / np.sqrt(Q.shape[1])
+                    keys = np.arange(start, start + s.shape[1])
+                    s = np.where(keys[None, :] <= np.arange(n)[:, None], s, -np.inf)
+                    m_new = np.maximum(m, s.max(axis=1, keepdims=True))
+                    p = np.exp(s - m_new)
+                    l = l * np.exp(m - m_new) + p.sum(axis=1, keepdims=True)
+                    acc = acc * np.exp(m - m_new) + p @ V[start:start + block_size]
+                    m = m_new
+                return acc / l
+            """),
+    ],
 }
 
 # The multi-head implementations above share this loop over heads (defined in the

@@ -1,4 +1,4 @@
-"""The figures and sliders lessons 02-04 call in one line, and the predict-then-run helper.
+"""The figures and sliders lessons 02-03 call in one line, and the predict-then-run helper.
 
 Expected numbers are worked out here by hand (math.exp on the lesson's hand-picked "the
 cat sat" numbers), not taken from the code under test. No timing is asserted: the
@@ -10,7 +10,6 @@ import math
 import matplotlib
 import numpy as np
 import pytest
-from matplotlib.figure import Figure
 
 from helpers import data, plots, predictions, reference, widgets
 
@@ -129,28 +128,6 @@ def test_dk_explorer_is_a_slider_over_powers_of_two_and_a_picture():
     before = bytes(image.value)
     slider.value = 512
     assert bytes(image.value) != before
-
-
-# --- lesson 04's head-count slider ----------------------------------------------------------
-
-def test_head_count_explorer_asks_for_each_head_count_it_shows():
-    asked = []
-
-    def weights_for(h):
-        asked.append(h)
-        return np.full((h, 3, 3), 1 / 3)
-
-    box = widgets.head_count_explorer(weights_for, CAT, d_model=8, value=2)
-    slider, image = box.children
-    assert list(slider.options) == [1, 2, 4, 8] and asked == [2]
-    slider.value = 4
-    assert asked == [2, 4] and bytes(image.value).startswith(PNG_MAGIC)
-
-
-def test_head_count_drawing_titles_the_head_size():
-    fig = Figure()
-    widgets.head_count_drawing(lambda h: np.full((h, 3, 3), 1 / 3), CAT, 64)(fig, 4)
-    assert "4 heads × d_head = 16" in fig._suptitle.get_text()
 
 
 # --- lesson 03's blend plot -----------------------------------------------------------------

@@ -122,9 +122,10 @@ def make_student(solution, lesson):
 
 
 _BADGE = re.compile(r"^\[!\[Open In Colab\]\([^)]*\)\]\([^)]*\)[ \t]*$", re.MULTILINE)
-# "**Next:** [Lesson 02 — ...](02_scaled_scores.ipynb)", with or without a Colab link after it
-_NEXT = re.compile(r"^\*\*Next:\*\* \[(?P<text>[^\]]+)\]\((?P<target>[\w.-]+\.ipynb)\).*$",
-                   re.MULTILINE)
+# "**Next:** [Lesson 02 — ...](02_scaled_scores.ipynb)", with or without the Colab link that
+# follows it once refreshed; whatever comes after (": the backward pass ...") is kept
+_NEXT = re.compile(r"^\*\*Next:\*\* \[(?P<text>[^\]]+)\]\((?P<target>[\w.-]+\.ipynb)\)"
+                   r"(?: \(\[open it in Colab\]\([^)]*\)\))?(?P<rest>.*)$", re.MULTILINE)
 _SETUP_STARTS = ("# Setup", "# @title Setup")   # the setup cell, as written now or before
 
 
@@ -170,7 +171,8 @@ def refresh_front_matter(nb, path):
     for cell in nb.cells:
         if cell.cell_type == "markdown":
             cell.source = _NEXT.sub(
-                lambda m: course.next_lesson_line(m["text"], m["target"], folder), cell.source)
+                lambda m: course.next_lesson_line(m["text"], m["target"], folder) + m["rest"],
+                cell.source)
     return nb
 
 
