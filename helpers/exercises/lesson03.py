@@ -180,7 +180,7 @@ MASK_MISTAKES = [
 
 # ------------------------------------------------------------------ causal_mask_for_new_tokens
 def make_new_token_cases(rng, hidden):
-    sizes = [(3, 5), (1, 4), (4, 4), (2, 7)] if not hidden else [(2, 6), (1, 1), (5, 5), (3, 10)]
+    sizes = [(3, 5), (1, 4), (4, 4), (2, 7)] if not hidden else [(3, 7), (1, 1), (5, 5), (2, 10)]
     return [Case((n_q, n_k), label=f"n_q={n_q}, n_k={n_k}") for n_q, n_k in sizes]
 
 
