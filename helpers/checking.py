@@ -86,6 +86,10 @@ class Exercise:
         Whether a float32 (or float16) answer to float64 inputs passes when it
         agrees within float32's precision (:data:`FLOAT32_RTOL`). If False, such
         an answer is told that its dtype is the problem. Say which in the lesson.
+    inspect : callable (fn) -> str or None, optional
+        Run once on a function whose values are right on every case; returns a
+        message when *how* it works breaks the exercise's rules (e.g. it builds
+        the whole score grid where only blocks are allowed), else None.
     """
 
     name: str
@@ -98,6 +102,7 @@ class Exercise:
     atol: float = 1e-9
     validate: Optional[Callable] = None
     float32_ok: bool = False
+    inspect: Optional[Callable] = None
 
     def cases(self, hidden=False):
         """The visible (``hidden=False``) or grading (``hidden=True``) cases."""
@@ -261,6 +266,13 @@ def _call_on_copies(fn, case):
         return fn(*args, **kwargs), args, kwargs
 
 
+def _quietly(fn, *args):
+    """``fn(*args)`` with NumPy warnings silenced."""
+    with warnings.catch_warnings(), np.errstate(all="ignore"):
+        warnings.simplefilter("ignore")
+        return fn(*args)
+
+
 def _quiet_call(fn, case):
     """``fn``'s result on private copies of the case's inputs (see :func:`_call_on_copies`)."""
     return _call_on_copies(fn, case)[0]
@@ -348,6 +360,11 @@ def evaluate(exercise, fn, cases=None, stop_at_first_failure=False, blame_helper
     report.failures += [
         f"on input {describe_case(case)} it raised NotImplementedError: it works on other "
         f"inputs, but this case is not written yet" for case in unfinished]
+    if not report.failures and exercise.inspect is not None:
+        message = _quietly(exercise.inspect, fn)
+        if message:
+            report.passed -= 1           # right values, but not the way the exercise asks
+            report.failures.append(message)
     if report.failures and blame_helpers:
         blame = blame_helper(exercise, fn, cases)
         if blame:
