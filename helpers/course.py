@@ -72,8 +72,15 @@ def binder_badge(path="notebooks", repository=REPOSITORY, branch=BRANCH):
     return f"[![Binder]({BINDER_BADGE_IMAGE})]({binder_url(path, repository, branch)})"
 
 
-_SETUP_CELL = '''\
-# Setup: make the course's `helpers` package importable: in a checkout of the course
+SETUP_TITLE = "# @title Setup: run this cell first (it makes the course's `helpers` importable)"
+"""The setup cell's first line. Colab shows a cell whose first line is ``# @title ...`` as a
+form: the title, with the code folded away (``SETUP_METADATA`` asks for that too)."""
+
+SETUP_METADATA = {"cellView": "form", "jupyter": {"source_hidden": True}}
+"""The setup cell's metadata: a form in Colab, the code collapsed in JupyterLab."""
+
+_SETUP_CELL = SETUP_TITLE + '''
+# Makes the course's `helpers` package importable: in a checkout of the course
 # (with or without `pip install -e .`), on Binder, and in Google Colab.
 import sys
 from pathlib import Path
@@ -101,3 +108,25 @@ else:
 def setup_cell_source(repository=REPOSITORY):
     """The source of the setup cell that opens every lesson (its first code cell)."""
     return _SETUP_CELL.format(repository=repository, folder=folder_name(repository))
+
+
+def next_lesson_line(text, target, path, repository=REPOSITORY, branch=BRANCH):
+    """The "Next:" line of a lesson: a relative link, and the same lesson opened in Colab.
+
+    A relative link works in JupyterLab and on GitHub; Colab opens a notebook from its
+    address, so the line carries both.
+
+    Parameters
+    ----------
+    text : str
+        The link text, e.g. ``"Lesson 02 — the score grid"``.
+    target : str
+        The next notebook's file name, e.g. ``"02_scaled_scores.ipynb"``.
+    path : str
+        The folder both notebooks sit in, inside the repository: ``"notebooks"`` or ``"solutions"``.
+    repository, branch : str
+        Where the course is published (default: this module's).
+    """
+    return (f"**Next:** [{text}]({target}) "
+            f"([open it in Colab]({colab_url(f'{path}/{target}', repository, branch)}))")
+

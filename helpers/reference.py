@@ -28,9 +28,12 @@ from .validation import (
 
 __all__ = [
     "project_qkv",
+    "cross_project_qkv",
     "attention_scores",
+    "score_std",
     "softmax",
     "causal_mask",
+    "causal_mask_for_new_tokens",
     "scaled_dot_product_attention",
     "split_heads",
     "split_heads_batched",
@@ -87,6 +90,34 @@ def project_qkv(X, W_q, W_k, W_v):
     return Q, K, V
 
 
+def cross_project_qkv(X_q, X_kv, W_q, W_k, W_v):
+    """Cross-attention's projections: queries from one sequence, keys and values from another.
+
+    Parameters
+    ----------
+    X_q : ndarray, shape (..., n_q, d_model)
+        The tokens that ask (e.g. a translation being written).
+    X_kv : ndarray, shape (..., n_k, d_model)
+        The tokens that are looked at (e.g. the sentence being translated).
+    W_q, W_k : ndarray, shape (d_model, d_k)
+    W_v : ndarray, shape (d_model, d_v)
+
+    Returns
+    -------
+    Q : ndarray, shape (..., n_q, d_k)   -- ``X_q @ W_q``
+    K : ndarray, shape (..., n_k, d_k)   -- ``X_kv @ W_k``
+    V : ndarray, shape (..., n_k, d_v)   -- ``X_kv @ W_v``
+    """
+    where = "cross_project_qkv"
+    X_q = as_float_array(where, "X_q", X_q, min_ndim=2)
+    X_kv = as_float_array(where, "X_kv", X_kv, min_ndim=2)
+    same_size(where, "X_q", X_q.shape[-1], "X_kv", X_kv.shape[-1], "d_model",
+              f"X_q {shape_str(X_q.shape)}, X_kv {shape_str(X_kv.shape)}")
+    Q, _, _ = project_qkv(X_q, W_q, W_k, W_v)      # (..., n_q, d_k)
+    _, K, V = project_qkv(X_kv, W_q, W_k, W_v)     # (..., n_k, d_k), (..., n_k, d_v)
+    return Q, K, V
+
+
 # --------------------------------------------------------------------------- 02
 def _check_qk(where, Q, K):
     Q = as_float_array(where, "Q", Q, min_ndim=2)
@@ -130,6 +161,33 @@ def attention_scores(Q, K):
     """
     Q, K = _check_qk("attention_scores", Q, K)
     return _scores(Q, K)
+
+
+def score_std(d_k, sigma=1.0):
+    """The standard deviation of an unscaled score ``q · k``, before any training.
+
+    For ``q`` and ``k`` with ``d_k`` independent entries of mean 0 and standard
+    deviation ``sigma``: each product ``q_m k_m`` has variance ``sigma**4``, the
+    ``d_k`` variances add up, so ``Var(q · k) = d_k * sigma**4``.
+
+    Parameters
+    ----------
+    d_k : int or ndarray
+        The size of each query and key (positive).
+    sigma : float or ndarray
+        The standard deviation of every entry of q and k (>= 0).
+
+    Returns
+    -------
+    float (or ndarray, broadcast): ``sqrt(d_k) * sigma**2``
+    """
+    d_k, sigma = np.asarray(d_k, dtype=float), np.asarray(sigma, dtype=float)
+    if (d_k <= 0).any():
+        raise ValueError(f"score_std: d_k must be positive, got d_k={d_k.tolist()}")
+    if (sigma < 0).any():
+        raise ValueError(f"score_std: sigma must be >= 0, got sigma={sigma.tolist()}")
+    result = np.sqrt(d_k) * sigma ** 2
+    return float(result) if result.ndim == 0 else result
 
 
 # --------------------------------------------------------------------------- 03
@@ -195,6 +253,25 @@ def causal_mask(n):
     """
     n = positive_int("causal_mask", "n", n)
     return np.tril(np.ones((n, n), dtype=bool))
+
+
+def causal_mask_for_new_tokens(n_q, n_k):
+    """Causal mask for the last ``n_q`` tokens of a sequence of ``n_k``, as queries.
+
+    Query ``i`` is the token at position ``n_k - n_q + i``: it may attend to the keys
+    ``j <= n_k - n_q + i`` (all the earlier tokens and itself). With ``n_q == n_k``
+    this is :func:`causal_mask`; with ``n_q == 1`` (one new token) every key is allowed.
+
+    Returns
+    -------
+    mask : ndarray of bool, shape (n_q, n_k)
+    """
+    n_q = positive_int("causal_mask_for_new_tokens", "n_q", n_q)
+    n_k = positive_int("causal_mask_for_new_tokens", "n_k", n_k)
+    if n_q > n_k:
+        raise ValueError(f"causal_mask_for_new_tokens: n_q={n_q} new tokens cannot be more than "
+                         f"the n_k={n_k} tokens they belong to")
+    return np.tril(np.ones((n_q, n_k), dtype=bool), k=n_k - n_q)
 
 
 def _attention(Q, K, V, mask=None):

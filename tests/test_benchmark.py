@@ -33,6 +33,12 @@ def test_benchmark_prints_online_difference_memory_and_time(bench, capsys):
     assert "peak traced memory" in out and "median time" in out
 
 
+def test_benchmark_prints_one_step_of_every_lessons_slider(bench, capsys):
+    assert bench.bench_sliders(repeat=1) in (True, False)
+    out = capsys.readouterr().out
+    assert "lesson 02, d_k" in out and "lesson 03" in out and "lesson 04, heads" in out
+
+
 def test_benchmark_main_without_notebooks_exits_0_with_a_summary(bench, capsys):
     assert bench.main(["--no-notebooks", "--repeat", "1"]) == 0
     assert "summary:" in capsys.readouterr().out

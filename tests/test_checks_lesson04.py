@@ -34,6 +34,8 @@ SPLIT_WRONG = {
                          "the notebook's global num_heads"),
     "no return": (lambda X, h: None, "is None"),
     "crashes": (lambda X, h: X.reshape(len(X), h, 64).transpose(1, 0, 2), "raised ValueError"),
+    "list of heads": (lambda X, h: [X[:, i * _d_head(X, h):(i + 1) * _d_head(X, h)] for i in range(h)],
+                      "not a NumPy array"),
 }
 
 SPLIT_RIGHT = {
@@ -41,7 +43,6 @@ SPLIT_RIGHT = {
     "np.split and stack": lambda X, h: np.stack(np.split(X, h, axis=1)),
     "loop over column slices": lambda X, h: np.array(
         [X[:, i * _d_head(X, h):(i + 1) * _d_head(X, h)] for i in range(h)]),
-    "list of heads": lambda X, h: [X[:, i * _d_head(X, h):(i + 1) * _d_head(X, h)] for i in range(h)],
     "transpose X first": lambda X, h: X.T.reshape(h, _d_head(X, h), len(X)).transpose(0, 2, 1),
     "einsum": lambda X, h: np.einsum("nhd->hnd", X.reshape(len(X), h, -1)),
 }

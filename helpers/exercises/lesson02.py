@@ -1,4 +1,4 @@
-"""Lesson 02 exercise: ``attention_scores``.
+"""Lesson 02 exercises: ``attention_scores`` and ``score_std``.
 
 What a wrong version can look like, and how the cases tell them apart:
 
@@ -15,6 +15,14 @@ What a wrong version can look like, and how the cases tell them apart:
 - "K not transposed" (``Q @ K``) only runs when ``K`` is square, so the first case
   has ``n_k = d_k``: there the mistake gives numbers of the right shape and is
   named; on the other cases it raises a shape error.
+
+``score_std(d_k, sigma)`` is the transfer exercise: the variance argument of the
+lesson, redone for entries of standard deviation ``sigma`` instead of 1. Each
+mistaken formula (the variance instead of the standard deviation, one factor of
+sigma, no square root on d_k, ...) gives a different number on the first case
+(d_k = 16, sigma = 3), so it can be named.
+
+``attention_scores`` accepts a float32 answer within float32's precision (the lesson says so).
 """
 
 import numpy as np
@@ -111,7 +119,45 @@ MISTAKES = [
             lambda Q, K: K @ Q.T),
 ]
 
+def make_std_cases(rng, hidden):
+    pairs = [(16, 3.0), (25, 0.5), (64, 1.0), (1, 2.0), (512, 0.1)]
+    if hidden:   # the grader's values, drawn afresh for each grading run
+        sigma = lambda low, high: round(float(rng.uniform(low, high)), 2)
+        pairs = [(int(rng.integers(20, 50)), sigma(1.5, 3.0)), (int(rng.integers(5, 15)), sigma(0.1, 0.4)),
+                 (int(rng.choice([96, 128, 256])), 1.0), (1, sigma(3.0, 5.0)),
+                 (int(rng.integers(700, 1500)), sigma(0.02, 0.08))]
+    return [Case((d_k, sigma), label=f"d_k={d_k}, sigma={sigma}") for d_k, sigma in pairs]
+
+
+STD_MISTAKES = [
+    Mistake("that is the variance, d_k * sigma**4. The standard deviation is its square root.",
+            lambda d_k, sigma=1.0: d_k * sigma ** 4),
+    Mistake("one factor of sigma is missing: each term q_m * k_m multiplies two numbers of "
+            "standard deviation sigma, so its variance is sigma**2 * sigma**2 = sigma**4.",
+            lambda d_k, sigma=1.0: np.sqrt(d_k) * sigma),
+    Mistake("d_k needs a square root: the d_k *variances* add up (to d_k * sigma**4), then "
+            "take the square root of the total.",
+            lambda d_k, sigma=1.0: d_k * sigma ** 2),
+    Mistake("d_k is missing: q · k is a sum of d_k terms, and their variances add up. "
+            "(sigma**2 is the standard deviation of the *scaled* score q · k / sqrt(d_k).)",
+            lambda d_k, sigma=1.0: sigma ** 2),
+    Mistake("sigma is ignored: sqrt(d_k) holds only for sigma = 1. With entries of standard "
+            "deviation sigma each term q_m * k_m has variance sigma**4.",
+            lambda d_k, sigma=1.0: np.sqrt(d_k)),
+    Mistake("the variance of one term q_m * k_m is sigma**4 (sigma**2 for q_m times sigma**2 "
+            "for k_m), not 2 * sigma**2: variances of independent factors multiply.",
+            lambda d_k, sigma=1.0: np.sqrt(d_k * 2 * sigma ** 2)),
+]
+
 EXERCISES = [
+    Exercise(
+        name="score_std",
+        lesson="02_scaled_scores",
+        reference=reference.score_std,
+        make_cases=make_std_cases,
+        mistakes=STD_MISTAKES,
+        outputs=("std",),
+    ),
     Exercise(
         name="attention_scores",
         lesson=LESSON,
@@ -119,5 +165,6 @@ EXERCISES = [
         make_cases=make_cases,
         mistakes=MISTAKES,
         outputs=("scores",),
+        float32_ok=True,
     ),
 ]

@@ -1,4 +1,5 @@
-"""Lesson 03 exercises: ``softmax``, ``causal_mask``, ``scaled_dot_product_attention``.
+"""Lesson 03 exercises: ``softmax``, ``causal_mask``, ``causal_mask_for_new_tokens``,
+``scaled_dot_product_attention``.
 
 How the cases make each known mistake show, in the order a check meets them:
 
@@ -12,8 +13,12 @@ softmax
     (masked scores) are in the cases too. An all ``-inf`` row is NOT asked of
     ``softmax``: the lesson handles it in the attention function.
 causal_mask
-    n = 4 first (upside down, without the diagonal, inverted, not boolean all
-    differ there), then n = 1 and larger n.
+    n = 4 first (upside down, without the diagonal, inverted, not boolean, an
+    additive 0 / -inf mask all differ there), then n = 1 and larger n.
+causal_mask_for_new_tokens
+    the transfer exercise: the last n_q of n_k tokens as queries. The first case
+    (n_q = 3, n_k = 5) tells apart a mask lined up with the first keys, one shifted
+    by one either way, the whole (n_k, n_k) mask, all True and inverted.
 scaled_dot_product_attention
     no mask and n_q != n_k first (no scaling, wrong softmax axis, outputs
     swapped); then a causal mask (mask after the softmax without renormalising,
@@ -23,6 +28,9 @@ scaled_dot_product_attention
     (NaN from ``-inf`` alone, a uniform row from a large negative number). The
     large scores come first: on the fully masked row alone, "masked after the
     softmax, renormalised" gives the same NaN as "-inf alone" and could not be named.
+
+``softmax`` and ``scaled_dot_product_attention`` accept a float32 answer within
+float32's precision (the lesson says so); the masks must be boolean.
 """
 
 import numpy as np
@@ -157,10 +165,20 @@ def make_mask_cases(rng, hidden):
 def _mask_must_be_bool(got, case):
     dtype = np.asarray(got).dtype
     if dtype != np.bool_:
-        return (f"on n={case.args[0]} the values are right but the dtype is {dtype}: "
-                f"return a boolean array (True = may attend), e.g. compare with >= or "
-                f"use dtype=bool.")
+        return (f"the values are right but the dtype is {dtype}: return a boolean array "
+                f"(True = may attend), e.g. compare with >= or use dtype=bool.")
     return None
+
+
+def _additive(mask, blocked=-np.inf):
+    """The same mask written the additive way: 0 where allowed, ``blocked`` elsewhere."""
+    return np.where(mask, 0.0, blocked)
+
+
+_ADDITIVE = ("this is an additive mask (0 where attending is allowed, {} where it is "
+             "blocked, to be added to the scores). This course's mask is boolean: True where "
+             "query i may attend to key j. Return the comparison itself (dtype bool); the "
+             "attention function turns False into -inf.")
 
 
 MASK_MISTAKES = [
@@ -173,6 +191,49 @@ MASK_MISTAKES = [
     Mistake("the mask is inverted (True above the diagonal, i.e. upside down and without "
             "the diagonal): True must mean 'may attend', on and below the diagonal (j <= i).",
             lambda n: np.triu(np.ones((n, n), dtype=bool), k=1)),
+    Mistake(_ADDITIVE.format("-inf"), lambda n: _additive(reference.causal_mask(n))),
+    Mistake(_ADDITIVE.format("a large negative number"),
+            lambda n: _additive(reference.causal_mask(n), -1e9)),
+]
+
+
+# ------------------------------------------------------------------ causal_mask_for_new_tokens
+def make_new_token_cases(rng, hidden):
+    sizes = [(3, 5), (1, 4), (4, 4), (2, 7)]
+    if hidden:   # the grader's sizes, drawn afresh for each grading run
+        size = lambda low, high: int(rng.integers(low, high + 1))
+        n = size(4, 7)
+        # the first case has n_q >= 3: with 2 queries "one too far" would be all True
+        sizes = [(size(3, 4), size(6, 9)), (1, 1), (n, n), (2, size(8, 12))]
+    return [Case((n_q, n_k), label=f"n_q={n_q}, n_k={n_k}") for n_q, n_k in sizes]
+
+
+def _shifted(n_q, n_k, shift):
+    """True where j <= i + shift: the causal mask moved ``shift`` keys to the right."""
+    return np.tril(np.ones((n_q, n_k), dtype=bool), k=shift)
+
+
+_POSITION = ("query i is the token at position n_k - n_q + i (the new tokens come last), so "
+             "it may attend to the keys j <= n_k - n_q + i.")
+
+NEW_TOKEN_MISTAKES = [
+    Mistake("the mask is lined up with the *first* keys (j <= i). The new tokens are the "
+            "*last* n_q of the n_k: " + _POSITION,
+            lambda n_q, n_k: _shifted(n_q, n_k, 0)),
+    Mistake("that is the mask of all n_k tokens, shape (n_k, n_k). The queries are only "
+            "the last n_q tokens: keep the last n_q rows.",
+            lambda n_q, n_k: reference.causal_mask(n_k)),
+    Mistake("off by one: each new token may not see itself this way. " + _POSITION,
+            lambda n_q, n_k: _shifted(n_q, n_k, n_k - n_q - 1)),
+    Mistake("off by one: each new token also sees the token right after it. " + _POSITION,
+            lambda n_q, n_k: _shifted(n_q, n_k, n_k - n_q + 1)),
+    Mistake("every query may see every key, also the tokens after it (that is right only "
+            "for n_q = 1, a single new token). " + _POSITION,
+            lambda n_q, n_k: np.ones((n_q, n_k), dtype=bool)),
+    Mistake("the mask is inverted: True must mean 'may attend'. " + _POSITION,
+            lambda n_q, n_k: ~_shifted(n_q, n_k, n_k - n_q)),
+    Mistake(_ADDITIVE.format("-inf"),
+            lambda n_q, n_k: _additive(_shifted(n_q, n_k, n_k - n_q))),
 ]
 
 
@@ -263,7 +324,7 @@ _RENORMALISED = (
     "every allowed weight underflows to 0 before you renormalise (0 / 0). Mask the *scores* "
     "(masked entries -> -inf) before the softmax.")
 _INVERTED = ("the mask is inverted: True means 'may attend', so keep the scores where the "
-             "mask is True and remove them where it is False.")
+             "mask is True and set them to -inf where it is False.")
 
 ATTENTION_MISTAKES = [
     Mistake("the scores are not scaled: divide Q @ K.T by sqrt(d_k) before the softmax.",
@@ -317,6 +378,7 @@ EXERCISES = [
         make_cases=make_softmax_cases,
         mistakes=SOFTMAX_MISTAKES,
         outputs=("weights",),
+        float32_ok=True,
     ),
     Exercise(
         name="causal_mask",
@@ -334,5 +396,15 @@ EXERCISES = [
         make_cases=make_attention_cases,
         mistakes=ATTENTION_MISTAKES,
         outputs=("out", "weights"),
+        float32_ok=True,
+    ),
+    Exercise(
+        name="causal_mask_for_new_tokens",
+        lesson="03_softmax_and_attention",
+        reference=reference.causal_mask_for_new_tokens,
+        make_cases=make_new_token_cases,
+        mistakes=NEW_TOKEN_MISTAKES,
+        outputs=("mask",),
+        validate=_mask_must_be_bool,
     ),
 ]

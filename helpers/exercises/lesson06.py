@@ -284,15 +284,17 @@ EXERCISES = [
         outputs=("out",),
         rtol=1e-8,
         atol=1e-10,
+        inspect=full_grid_message,
     ),
     Exercise(
         name="causal_online_softmax_attention",
-        lesson="06_tiled_attention",
+        lesson=LESSON,
         reference=reference.causal_online_softmax_attention,
         make_cases=make_causal_cases,
         mistakes=CAUSAL_MISTAKES,
         outputs=("out",),
         rtol=1e-8,
         atol=1e-10,
+        inspect=full_grid_message,
     ),
 ]
