@@ -2,10 +2,12 @@
 
 Submissions are built from the lessons' own student notebooks: the exercise
 cell's stub is replaced by an implementation written here (wrong in a way the
-lessons warn about, or right but written differently), and a few are broken on
-purpose (a hanging cell, a kernel that dies, sys.exit, a syntax error, a missing
-function). They are all graded in ONE command-line run (``--jobs 2``), cached for
-the module, and every test reads its own row of the gradebook.
+lessons warn about, or right but written differently), or the whole exercise cell
+by one written another way (``SHAPES``: inside ``try``, ``functools.partial``,
+``%%time`` ...; ``ROUTES``: calling the course's own answer), and a few are broken
+on purpose (a hanging cell, a kernel that dies, sys.exit, a syntax error, a missing
+function). They are all graded in ONE command-line run (``--jobs 2``, ``--seed``),
+cached for the module, and every test reads its own row of the gradebook.
 
 Lessons whose student notebook does not exist yet are skipped with a reason.
 """
@@ -13,9 +15,13 @@ Lessons whose student notebook does not exist yet are skipped with a reason.
 import csv
 import hashlib
 import json
+import os
+import signal
 import subprocess
 import sys
 import textwrap
+import time
+import uuid
 from pathlib import Path
 
 import nbformat
@@ -1171,12 +1177,12 @@ def test_the_lessons_functions_for_other_steps_may_be_used(run, name, cell):
 
 
 def test_a_tripped_exercise_costs_only_its_own_points(run):
-    for (name, label), file in run["routes"].items():
-        row = row_of(run, file)
-        for other, graded in row["exercises"].items():
-            if (other, label) not in run["routes"] and not any(
-                    (other, c.label) in run["routes"] and run["routes"][(other, c.label)] == file
-                    for c in ROUTES.get(other, [])):
+    routed = {}   # file -> the exercises written as a route in it (the others are right)
+    for (name, _), file in run["routes"].items():
+        routed.setdefault(file, set()).add(name)
+    for file, names in routed.items():
+        for other, graded in row_of(run, file)["exercises"].items():
+            if other not in names:
                 assert graded["passed"], (file, other, graded["feedback"])
 
 
@@ -1377,6 +1383,81 @@ def test_terminal_shows_a_summary_table_and_progress(run):
         assert Path(row["submission"]).name[:30] in out
     total = len(run["rows"])
     assert f"[{total}/{total}]" in err
+
+
+# ------------------------------------------------------------ killing what a submission started
+def _tagged(tag):
+    """Process ids whose environment carries ``tag`` (the grader's children inherit it)."""
+    found = []
+    for environ in Path("/proc").glob("[0-9]*/environ"):
+        try:
+            if tag.encode() in environ.read_bytes():
+                found.append(int(environ.parent.name))
+        except OSError:   # gone meanwhile
+            pass
+    return found
+
+
+def _sleeping(tag):
+    """Whether the notebook's child process (``sleep 1000``) runs."""
+    for pid in _tagged(tag):
+        try:
+            if Path(f"/proc/{pid}/cmdline").read_bytes().startswith(b"sleep"):
+                return True
+        except OSError:
+            pass
+    return False
+
+
+def _wait_until(condition, seconds):
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline:
+        if condition():
+            return True
+        time.sleep(0.2)
+    return condition()
+
+
+@pytest.fixture
+def spawning_notebook(tmp_path):
+    """Lesson 01, solved, with a cell that starts a child process and then hangs."""
+    if not Path("/proc/self/environ").exists():
+        pytest.skip("needs /proc to find the processes left behind")
+    if not student_path("01_qkv_projections").exists():
+        pytest.skip("lesson 01's student notebook is missing")
+    nb = nbformat.read(str(student_path("01_qkv_projections")), as_version=4)
+    i = replace_function(nb, "project_qkv", impl("project_qkv", "einsum"))
+    insert_code(nb, i + 2, "import subprocess, time\nsubprocess.Popen(['sleep', '1000'])\n"
+                           "time.sleep(1000)")
+    path = tmp_path / "spawns.ipynb"
+    nbformat.write(nb, str(path))
+    tag = f"COURSE_GRADER_TEST={uuid.uuid4().hex}"
+    env = dict(os.environ, COURSE_GRADER_TEST=tag.split("=", 1)[1])
+    return path, tag, env
+
+
+def test_timeout_kills_the_kernel_and_everything_it_started(spawning_notebook):
+    path, tag, env = spawning_notebook
+    proc = subprocess.run([sys.executable, "-m", "helpers.grade", "--run-all", "--timeout", "15",
+                           str(path)], cwd=ROOT, env=env, capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 0 and "timed out" in proc.stdout
+    assert _wait_until(lambda: not _tagged(tag), 5), "processes left behind"
+
+
+def test_ctrl_c_stops_the_run_and_kills_every_kernel(spawning_notebook):
+    path, tag, env = spawning_notebook
+    grader = subprocess.Popen([sys.executable, "-m", "helpers.grade", "--run-all", str(path)],
+                              cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                              text=True)
+    try:
+        # wait for the notebook's child process: then the kernel is deep in the notebook
+        assert _wait_until(lambda: _sleeping(tag), 90)
+        grader.send_signal(signal.SIGINT)
+        _, err = grader.communicate(timeout=60)
+    finally:
+        grader.kill()
+    assert grader.returncode == 130 and "interrupted" in err
+    assert _wait_until(lambda: not _tagged(tag), 5), "processes left behind"
 
 
 # ------------------------------------------------------------ command line, no kernel needed
