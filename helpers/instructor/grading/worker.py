@@ -5,9 +5,9 @@
 The grader (:mod:`helpers.instructor.grading.runner`) starts one of these per
 submission, in a process group of its own, and kills it -- with its kernel --
 when the time limit passes or the instructor presses Ctrl-C. So this process
-needs no time limit and no clean-up of its own: it runs the notebook
-``WORKDIR/run.ipynb`` top to bottom, continuing past cells that raise, and
-leaves in ``WORKDIR``:
+needs no time limit of its own: it runs the notebook ``WORKDIR/run.ipynb`` top
+to bottom, continuing past cells that raise, shuts its kernel down, and leaves
+in ``WORKDIR``:
 
 - ``kernel.pid``: the kernel's process id (the kernel leads a process group of its own);
 - ``cells.jsonl``: one line as each cell starts (``{"start": i}``) and one for each
@@ -102,9 +102,10 @@ def execute(nb, workdir):
                             resources={"metadata": {"path": str(workdir)}},
                             on_cell_start=on_cell_start, on_cell_executed=on_cell_executed)
     try:
-        # The kernel process's own stdout/stderr (start-up warnings, not the cells'
-        # output, which arrives by messages) would only clutter the terminal.
-        client.execute(stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        # cleanup_kc: shut the kernel down at the end (nbclient leaves a kernel manager it
+        # was given alone otherwise). The kernel process's own stdout/stderr (start-up
+        # warnings, not the cells' output, which arrives by messages) would only clutter.
+        client.execute(cleanup_kc=True, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     except DeadKernelError:
         return "died"
     except Exception as exc:   # the kernel failed to start, protocol trouble ...
