@@ -13,6 +13,7 @@ the tolerances stated on the exercise.
 """
 
 import copy
+import inspect
 import warnings
 from dataclasses import dataclass, field
 from typing import Callable, Optional
@@ -177,13 +178,47 @@ def difference(got, expected, name, rtol, atol):
     return None
 
 
-def _quiet_call(fn, case):
-    """Call ``fn`` on private copies of the case's inputs, with NumPy warnings silenced."""
+def _call_on_copies(fn, case):
+    """Call ``fn`` on private copies of the case's inputs, with NumPy warnings silenced.
+
+    Returns
+    -------
+    result
+        What ``fn`` returned.
+    args, kwargs
+        The copies ``fn`` was given, as they are after the call (to see whether
+        ``fn`` changed its inputs in place).
+    """
     args = copy.deepcopy(case.args)
     kwargs = copy.deepcopy(case.kwargs)
     with warnings.catch_warnings(), np.errstate(all="ignore"):
         warnings.simplefilter("ignore")
-        return fn(*args, **kwargs)
+        return fn(*args, **kwargs), args, kwargs
+
+
+def _quiet_call(fn, case):
+    """``fn``'s result on private copies of the case's inputs (see :func:`_call_on_copies`)."""
+    return _call_on_copies(fn, case)[0]
+
+
+def _parameter_names(fn, count):
+    """The names of ``fn``'s first ``count`` parameters (``"argument 1"`` ... if unknown)."""
+    try:
+        names = list(inspect.signature(fn).parameters)
+    except (TypeError, ValueError):
+        names = []
+    return [names[i] if i < len(names) else f"argument {i + 1}" for i in range(count)]
+
+
+def changed_inputs(exercise, case, args, kwargs):
+    """Names of the case's array inputs that differ from the copies ``args``/``kwargs`` after a call."""
+    names = _parameter_names(exercise.reference, len(case.args))
+    before = list(zip(names, case.args)) + list(case.kwargs.items())
+    after = list(args) + [kwargs.get(k) for k in case.kwargs]
+    return [name for (name, old), new in zip(before, after)
+            if isinstance(old, np.ndarray) and not (
+                isinstance(new, np.ndarray) and new.shape == old.shape
+                and np.array_equal(new, old, equal_nan=old.dtype.kind == "f"))]
 
 
 def _names(exercise):
@@ -226,16 +261,26 @@ def evaluate(exercise, fn, cases=None, stop_at_first_failure=False):
     if not callable(fn):
         report.failures.append(f"{exercise.name} is not a function (it is a {type(fn).__name__})")
         return report
+    unfinished = []   # cases on which fn raised NotImplementedError
     for case in cases:
         expected = _quiet_call(exercise.reference, case)
         try:
-            got = _quiet_call(fn, case)
+            got, args, kwargs = _call_on_copies(fn, case)
         except NotImplementedError:
-            report.not_attempted = True
-            return report
+            unfinished.append(case)
+            continue
         except Exception as exc:  # the learner's code raised: say what and where
             report.failures.append(
                 f"on input {describe_case(case)} it raised {type(exc).__name__}: {exc}")
+            if stop_at_first_failure:
+                return report
+            continue
+        changed = changed_inputs(exercise, case, args, kwargs)
+        if changed:
+            report.failures.append(
+                f"on input {describe_case(case)}: it changed its input {' and '.join(changed)} "
+                f"in place (an operation such as `x -= ...` or `x /= ...` writes into the caller's "
+                f"array). Leave the inputs as they were: compute into a new array instead.")
             if stop_at_first_failure:
                 return report
             continue
@@ -249,6 +294,12 @@ def evaluate(exercise, fn, cases=None, stop_at_first_failure=False):
         report.failures.append(f"on input {describe_case(case)}: {message}")
         if stop_at_first_failure:
             return report
+    if unfinished and len(unfinished) == len(cases):
+        report.not_attempted = True      # the untouched stub: it raises on every input
+    else:
+        report.failures += [
+            f"on input {describe_case(case)} it raised NotImplementedError: it works on other "
+            f"inputs, but this case is not written yet" for case in unfinished]
     return report
 
 

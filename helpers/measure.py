@@ -12,7 +12,8 @@ import tracemalloc
 
 import numpy as np
 
-__all__ = ["median_time", "traced_peak", "format_bytes", "log_log_axes"]
+__all__ = ["median_time", "traced_peak", "format_bytes", "log_log_axes", "median_times",
+           "traced_peaks", "times_table", "crossing", "plot_times", "slider_step_report"]
 
 
 def _positive(where, name, value):
@@ -145,3 +146,138 @@ def log_log_axes(ax, xticks=None):
     if xticks is not None:
         ax.set_xticks(list(xticks), labels=[f"{v:g}" for v in xticks])
         ax.xaxis.set_minor_formatter(NullFormatter())
+
+
+def slider_step_report(redraw, values, clock=time.perf_counter, cpu_clock=time.process_time):
+    """Time one slider step per value: one line each, wall clock and this process's CPU time.
+
+    On a shared machine the wall clock also counts waiting for a core; the CPU time does not.
+    For instructors and benchmarks: the lessons show the slider, not its timing.
+
+    Parameters
+    ----------
+    redraw : callable value -> anything
+        What one slider step does (e.g. the ``redraw`` of :func:`helpers.widgets.figure_slider`).
+    values : sequence
+        The slider's values, each timed once.
+    clock, cpu_clock : callables returning seconds (replaceable in tests)
+
+    Returns
+    -------
+    str
+        ``"  8: 41 ms wall, 39 ms CPU"``, one line per value.
+    """
+    if not callable(redraw):
+        raise TypeError(f"slider_step_report: redraw must be callable, got {type(redraw).__name__}")
+    lines = []
+    for value in values:
+        start, cpu = clock(), cpu_clock()
+        redraw(value)
+        lines.append(f"{value!s:>4}: {1000 * (clock() - start):4.0f} ms wall, "
+                     f"{1000 * (cpu_clock() - cpu):4.0f} ms CPU")
+    return "\n".join(lines)
+
+
+def median_times(make_functions, sizes, repeat=5):
+    """Median seconds per call of several functions, at each size.
+
+    Parameters
+    ----------
+    make_functions : callable size -> dict of name -> zero-argument function
+        Builds the inputs for one size and returns the calls to time (e.g. one per stage).
+    sizes : sequence of numbers
+    repeat : int
+        Timed groups per function (see :func:`median_time`; tiny calls are grouped).
+
+    Returns
+    -------
+    dict name -> ndarray, shape (len(sizes),)
+        Seconds per call, in the order of ``sizes``.
+    """
+    times = {}
+    for size in sizes:
+        for name, fn in make_functions(size).items():
+            times.setdefault(name, []).append(median_time(fn, repeat=repeat, number=None))
+    return {name: np.array(t) for name, t in times.items()}
+
+
+def traced_peaks(make_functions, sizes):
+    """Peak traced bytes (see :func:`traced_peak`) of several functions, at each size.
+
+    Parameters
+    ----------
+    make_functions : callable size -> dict of name -> zero-argument function
+    sizes : sequence of numbers
+
+    Returns
+    -------
+    dict name -> ndarray of int, shape (len(sizes),)
+    """
+    peaks = {}
+    for size in sizes:
+        for name, fn in make_functions(size).items():
+            peaks.setdefault(name, []).append(traced_peak(fn))
+    return {name: np.array(p) for name, p in peaks.items()}
+
+
+def times_table(sizes, times, size_name="n"):
+    """The times of :func:`median_times` as a text table, in milliseconds per call."""
+    width = max(14, *(len(name) + 2 for name in times))
+    lines = [f"{size_name:>6}" + "".join(f"{name:>{width}}" for name in times)]
+    for i, size in enumerate(sizes):
+        lines.append(f"{size:>6}" + "".join(f"{1e3 * t[i]:>{width}.3f}" for t in times.values()))
+    return "\n".join(lines)
+
+
+def crossing(x, y1, y2):
+    """The x where ``y2`` overtakes ``y1``, interpolated on log-log axes; None if it never does.
+
+    Parameters
+    ----------
+    x : 1-D array of increasing positive numbers
+    y1, y2 : 1-D arrays of positive numbers, same length as ``x``
+
+    Returns
+    -------
+    float or None
+        The first crossing from ``y2 < y1`` to ``y2 >= y1``, on straight lines between
+        neighbouring points of ``log x`` and ``log y``.
+    """
+    x, y1, y2 = (np.asarray(a, dtype=float) for a in (x, y1, y2))
+    if not x.shape == y1.shape == y2.shape or x.ndim != 1:
+        raise ValueError(f"crossing: x, y1, y2 must be 1-D of one length, got shapes "
+                         f"{x.shape}, {y1.shape}, {y2.shape}")
+    diff = np.log(y2) - np.log(y1)
+    for i in range(len(x) - 1):
+        if diff[i] < 0 <= diff[i + 1]:
+            t = -diff[i] / (diff[i + 1] - diff[i])
+            return float(np.exp(np.log(x[i]) + t * (np.log(x[i + 1]) - np.log(x[i]))))
+    return None
+
+
+def plot_times(ax, sizes, times, colours, exponents=None, guides=(), title="", xlabel="n"):
+    """Draw times (seconds) in milliseconds against sizes on log-log axes, one line per name.
+
+    Parameters
+    ----------
+    ax : matplotlib Axes
+    sizes : 1-D array
+    times : dict name -> 1-D array of seconds
+    colours : dict name -> colour
+    exponents : dict name -> float, optional
+        Fitted exponents, written in the legend (``"scores: fitted k = 1.98"``).
+    guides : sequence of (name, k)
+        Grey lines of slope exactly k through the last point of ``times[name]``.
+    title, xlabel : str
+    """
+    markers = "os^vDP*"
+    for i, (name, t) in enumerate(times.items()):
+        label = name if exponents is None else f"{name}: fitted k = {exponents[name]:.2f}"
+        ax.plot(sizes, 1e3 * t, markers[i % len(markers)] + "-", color=colours[name], label=label)
+    for (name, k), style in zip(guides, [":", "--", "-."]):
+        guide = 1e3 * times[name][-1] * (np.asarray(sizes) / sizes[-1]) ** k
+        ax.plot(sizes, guide, style, color="grey", linewidth=1, label=f"a slope of exactly {k}")
+    log_log_axes(ax, xticks=sizes)
+    ax.set_title(title)
+    ax.set_xlabel(xlabel)
+    ax.set_ylabel("median time per call (ms)")

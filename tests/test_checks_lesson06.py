@@ -7,6 +7,7 @@ import pytest
 from helpers import reference
 from helpers.checking import ExerciseError
 from helpers.checks import check
+from helpers.exercises import lesson06
 
 
 def tiled(Q, K, V, block_size, *, rescale=True, divide=True, stop=None, pad=False):
@@ -119,8 +120,145 @@ def test_any_correct_online_attention_passes(name, capsys):
     assert "passed" in capsys.readouterr().out
 
 
-def test_not_attempted_gives_notice_and_reference(capsys):
+@pytest.mark.parametrize("name", ["online_softmax_attention", "causal_online_softmax_attention"])
+def test_not_attempted_gives_notice_and_reference(name, capsys):
     def stub(Q, K, V, block_size=128):
-        raise NotImplementedError("online_softmax_attention")
-    assert check("online_softmax_attention", stub) is reference.online_softmax_attention
+        raise NotImplementedError(name)
+    assert check(name, stub) is getattr(reference, name)
     assert "not attempted yet" in capsys.readouterr().out
+
+
+# ----------------------------------------------------------------- causal
+def causal_tiled(Q, K, V, block_size=128, *, allowed=lambda i, j: j <= i, rescale=True,
+                 skip_rows=False):
+    """A learner's causal loop: mask each block by global positions (one switch per mistake)."""
+    n, d_k = Q.shape
+    running_max = np.full(n, -np.inf)
+    running_sum = np.zeros(n)
+    acc = np.zeros((n, V.shape[1]))
+    for start in range(0, n, block_size):
+        stop = min(start + block_size, n)
+        rows = np.arange(start if skip_rows else 0, n)              # queries that may see this block
+        s = Q[rows] @ K[start:stop].T / np.sqrt(d_k)
+        seen = np.broadcast_to(allowed(rows[:, None], np.arange(start, stop)[None, :]), s.shape)
+        s[~seen] = -np.inf
+        new_max = np.maximum(running_max[rows], s.max(axis=1))
+        p = np.exp(s - new_max[:, None])
+        factor = np.exp(running_max[rows] - new_max) if rescale else 1.0
+        running_sum[rows] = running_sum[rows] * factor + p.sum(axis=1)
+        acc[rows] = acc[rows] * np.reshape(factor, (-1, 1)) + p @ V[start:stop]
+        running_max[rows] = new_max
+    return acc / running_sum[:, None]
+
+
+def causal_local_positions(Q, K, V, block_size=128):
+    """Masks with the key's index inside the block, as np.tril on each block would."""
+    n = len(Q)
+    out = np.zeros((n, V.shape[1]))
+    m, l = np.full((n, 1), -np.inf), np.zeros((n, 1))
+    for start in range(0, n, block_size):
+        s = Q @ K[start:start + block_size].T / np.sqrt(Q.shape[1])
+        s = np.where(np.tri(*s.shape, dtype=bool), s, -np.inf)     # forgot: shift by start
+        m_new = np.maximum(m, s.max(axis=1, keepdims=True))
+        p = np.exp(s - m_new)
+        l = l * np.exp(m - m_new) + p.sum(axis=1, keepdims=True)
+        out = out * np.exp(m - m_new) + p @ V[start:start + block_size]
+        m = m_new
+    return out / l
+
+
+CAUSAL_WRONG = {
+    "no mask": (lambda Q, K, V, block_size=128: causal_tiled(Q, K, V, block_size,
+                                                             allowed=lambda i, j: j >= 0),
+                "the mask was left out"),
+    "own key hidden": (lambda Q, K, V, block_size=128: causal_tiled(Q, K, V, block_size,
+                                                                    allowed=lambda i, j: j < i),
+                       "also hides each token's own key"),
+    "mask the wrong way round": (
+        lambda Q, K, V, block_size=128: causal_tiled(Q, K, V, block_size, allowed=lambda i, j: j >= i),
+        "the wrong way round"),
+    "positions inside the block": (causal_local_positions, "inside the block"),
+    "no rescale": (lambda Q, K, V, block_size=128: causal_tiled(Q, K, V, block_size, rescale=False),
+                   "are not rescaled when the max changes"),
+}
+
+CAUSAL_RIGHT = {
+    "mask every block": lambda Q, K, V, block_size=128: causal_tiled(Q, K, V, block_size),
+    "skip the queries before the block":
+        lambda Q, K, V, block_size=128: causal_tiled(Q, K, V, block_size, skip_rows=True),
+}
+
+
+@pytest.mark.parametrize("name", sorted(CAUSAL_WRONG))
+def test_wrong_causal_online_attention_gets_specific_message(name):
+    fn, message = CAUSAL_WRONG[name]
+    with pytest.raises(ExerciseError) as info:
+        check("causal_online_softmax_attention", fn)
+    assert message in str(info.value)
+
+
+@pytest.mark.parametrize("name", sorted(CAUSAL_RIGHT))
+def test_any_correct_causal_online_attention_passes(name, capsys):
+    fn = CAUSAL_RIGHT[name]
+    assert check("causal_online_softmax_attention", fn) is fn
+    assert "passed" in capsys.readouterr().out
+
+
+# ----------------------------------------------------------------- the whole grid
+def grid_then_nothing_else(Q, K, V, block_size=128):
+    return reference.scaled_dot_product_attention(Q, K, V)[0]          # the (n, n) grid
+
+
+def grid_in_float32(Q, K, V, block_size=128):
+    S = (Q.astype(np.float32) @ K.T.astype(np.float32)) / np.float32(np.sqrt(Q.shape[1]))
+    W = np.exp(S - S.max(axis=1, keepdims=True))
+    return (W / W.sum(axis=1, keepdims=True)).astype(np.float64) @ V
+
+
+def blocks_of_a_precomputed_grid(Q, K, V, block_size=128):
+    S = Q @ K.T / np.sqrt(Q.shape[1])                                  # all scores first ...
+    return tiled_from_scores(S, V, block_size)                         # ... then "blocks"
+
+
+def tiled_from_scores(S, V, block_size):
+    m, l, acc = np.full((len(S), 1), -np.inf), np.zeros((len(S), 1)), 0.0
+    for start in range(0, S.shape[1], block_size):
+        s = S[:, start:start + block_size]
+        m_new = np.maximum(m, s.max(axis=1, keepdims=True))
+        p = np.exp(s - m_new)
+        l = l * np.exp(m - m_new) + p.sum(axis=1, keepdims=True)
+        acc = acc * np.exp(m - m_new) + p @ V[start:start + block_size]
+        m = m_new
+    return acc / l
+
+
+def causal_with_a_full_mask(Q, K, V, block_size=128):
+    mask = np.tril(np.ones((len(Q), len(K)), dtype=bool))             # (n, n) booleans: n^2 bytes
+    return causal_tiled(Q, K, V, block_size,
+                        allowed=lambda i, j: mask[i, j])
+
+
+GRID_BUILDERS = {
+    "online_softmax_attention": [grid_then_nothing_else, grid_in_float32,
+                                 blocks_of_a_precomputed_grid],
+    "causal_online_softmax_attention": [causal_with_a_full_mask],
+}
+TILED = {
+    "online_softmax_attention": [RIGHT["per-row running sum"], RIGHT["two passes"],
+                                 RIGHT["running log-sum-exp"], reference.online_softmax_attention],
+    "causal_online_softmax_attention": [*CAUSAL_RIGHT.values(),
+                                        reference.causal_online_softmax_attention],
+}
+
+
+@pytest.mark.parametrize("name, fn", [(n, f) for n, fns in GRID_BUILDERS.items() for f in fns],
+                         ids=lambda v: getattr(v, "__name__", v))
+def test_a_function_that_builds_the_whole_grid_is_told_so(name, fn):
+    message = lesson06.full_grid_message(fn)
+    assert message is not None and "builds the whole score grid" in message
+
+
+@pytest.mark.parametrize("name, fn", [(n, f) for n, fns in TILED.items() for f in fns],
+                         ids=lambda v: getattr(v, "__name__", v))
+def test_a_function_that_works_block_by_block_is_not(name, fn):
+    assert lesson06.full_grid_message(fn) is None

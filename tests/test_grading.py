@@ -413,7 +413,191 @@ IMPLEMENTATIONS = {
                 return out
             """),
     ],
+    "softmax_backward": [
+        Impl("diagonal only", """
+            def softmax_backward(y, dy, axis=-1):
+                return y * (1 - y) * dy
+            """, feedback="only the diagonal of the Jacobian"),
+        Impl("axis ignored", """
+            def softmax_backward(y, dy, axis=-1):
+                return y * (dy - np.sum(dy * y, axis=-1, keepdims=True))
+            """, feedback="the axis argument is ignored"),
+        Impl("Jacobian per slice", """
+            def softmax_backward(y, dy, axis=-1):
+                ys, ds = np.moveaxis(y, axis, -1), np.moveaxis(dy, axis, -1)
+                out = np.empty_like(ys)
+                for idx in np.ndindex(ys.shape[:-1]):
+                    J = np.diag(ys[idx]) - np.outer(ys[idx], ys[idx])
+                    out[idx] = J.T @ ds[idx]
+                return np.moveaxis(out, -1, axis)
+            """),
+    ],
+    "attention_backward": [
+        Impl("no 1/sqrt(d_k)", """
+            def attention_backward(Q, K, V, weights, d_out):
+                T = lambda A: np.swapaxes(A, -1, -2)
+                dW = d_out @ T(V)
+                dS = weights * (dW - np.sum(dW * weights, axis=-1, keepdims=True))
+                return dS @ K, T(dS) @ Q, T(weights) @ d_out
+            """, feedback="the 1/sqrt(d_k) is missing in dQ and dK"),
+        Impl("dV with W", """
+            def attention_backward(Q, K, V, weights, d_out):
+                T = lambda A: np.swapaxes(A, -1, -2)
+                dW = d_out @ T(V)
+                dS = weights * (dW - np.sum(dW * weights, axis=-1, keepdims=True))
+                c = 1 / math.sqrt(Q.shape[-1])
+                return dS @ K * c, T(dS) @ Q * c, weights @ d_out
+            """, feedback="dV was computed with W instead of its transpose"),
+        Impl("einsum", """
+            def attention_backward(Q, K, V, weights, d_out):
+                dW = np.einsum("...qv,...kv->...qk", d_out, V)
+                dS = weights * (dW - np.einsum("...qk,...qk->...q", dW, weights)[..., None])
+                c = 1 / math.sqrt(Q.shape[-1])
+                return (np.einsum("...qk,...kd->...qd", dS, K) * c,
+                        np.einsum("...qk,...qd->...kd", dS, Q) * c,
+                        np.einsum("...qk,...qv->...kv", weights, d_out))
+            """),
+    ],
+    "numerical_gradient": [
+        Impl("forward difference", """
+            def numerical_gradient(f, x, eps=1e-6):
+                g = np.zeros_like(x)
+                for i in np.ndindex(x.shape):
+                    z = x.copy()
+                    z[i] += eps
+                    g[i] = (f(z) - f(x)) / eps
+                return g
+            """, feedback="a one-sided (forward) difference"),
+        Impl("x nudged in place", """
+            def numerical_gradient(f, x, eps=1e-6):
+                g = np.zeros_like(x)
+                for i in np.ndindex(x.shape):
+                    x[i] += eps
+                    up = f(x)
+                    x[i] -= 2 * eps
+                    g[i] = (up - f(x)) / (2 * eps)
+                return g
+            """, feedback="changed its input x in place"),
+        Impl("basis vectors", """
+            def numerical_gradient(f, x, eps=1e-6):
+                g = np.zeros(x.shape)
+                for i in range(x.size):
+                    e = np.zeros(x.shape)
+                    e.flat[i] = eps
+                    g.flat[i] = (f(x + e) - f(x - e)) / (2 * eps)
+                return g
+            """),
+    ],
+    "multi_head_attention_backward": [
+        Impl("W_o not transposed", """
+            def multi_head_attention_backward(X, W_q, W_k, W_v, W_o, num_heads, d_out, mask=None):
+                return _mha_grads_by_heads(X, W_q, W_k, W_v, W_o, num_heads, d_out, mask, W_o, "qkv")
+            """, feedback="W_o's transpose is missing"),
+        Impl("dX through Q only", """
+            def multi_head_attention_backward(X, W_q, W_k, W_v, W_o, num_heads, d_out, mask=None):
+                return _mha_grads_by_heads(X, W_q, W_k, W_v, W_o, num_heads, d_out, mask, W_o.T, "q")
+            """, feedback="dX only has the path through Q"),
+        Impl("loop over heads", """
+            def multi_head_attention_backward(X, W_q, W_k, W_v, W_o, num_heads, d_out, mask=None):
+                return _mha_grads_by_heads(X, W_q, W_k, W_v, W_o, num_heads, d_out, mask, W_o.T, "qkv")
+            """),
+    ],
+    "split_heads_batched": [
+        Impl("reshape without transpose", """
+            def split_heads_batched(X, num_heads):
+                B, n, d_model = X.shape
+                return X.reshape(B, num_heads, n, d_model // num_heads)
+            """, feedback="reshaped without transposing"),
+        Impl("heads in front of the batch", """
+            def split_heads_batched(X, num_heads):
+                return np.stack(np.split(X, num_heads, axis=2))
+            """, feedback="the head axis came first"),
+        Impl("swap the middle axes", """
+            def split_heads_batched(X, num_heads):
+                B, n, d_model = X.shape
+                return X.reshape(B, n, num_heads, -1).swapaxes(1, 2)
+            """),
+    ],
+    "flops_crossing": [
+        Impl("n = d", """
+            def flops_crossing(d_model, with_output_projection=True):
+                return d_model
+            """, feedback="rule of thumb"),
+        Impl("grid counted once", """
+            def flops_crossing(d_model, with_output_projection=True):
+                return (8 if with_output_projection else 6) * d_model / 2
+            """, feedback="counted as one product"),
+        Impl("from the counts", """
+            def flops_crossing(d_model, with_output_projection=True):
+                return (4 if with_output_projection else 3) * d_model / 2
+            """),
+    ],
+    "causal_online_softmax_attention": [
+        Impl("no mask", """
+            def causal_online_softmax_attention(Q, K, V, block_size=128):
+                return online_softmax_attention(Q, K, V, block_size)
+            """, feedback="the mask was left out"),
+        Impl("mask the wrong way round", """
+            def causal_online_softmax_attention(Q, K, V, block_size=128):
+                n = len(Q)
+                m, l, acc = np.full((n, 1), -np.inf), np.zeros((n, 1)), np.zeros((n, V.shape[1]))
+                for start in range(0, n, block_size):
+                    s = Q @ K[start:start + block_size].T / np.sqrt(Q.shape[1])
+                    keys = np.arange(start, start + s.shape[1])
+                    s = np.where(keys[None, :] >= np.arange(n)[:, None], s, -np.inf)
+                    m_new = np.maximum(m, s.max(axis=1, keepdims=True))
+                    p = np.exp(s - m_new)
+                    l = l * np.exp(m - m_new) + p.sum(axis=1, keepdims=True)
+                    acc = acc * np.exp(m - m_new) + p @ V[start:start + block_size]
+                    m = m_new
+                return acc / l
+            """, feedback="the wrong way round"),
+        Impl("mask each block", """
+            def causal_online_softmax_attention(Q, K, V, block_size=128):
+                n = len(Q)
+                m, l, acc = np.full((n, 1), -np.inf), np.zeros((n, 1)), np.zeros((n, V.shape[1]))
+                for start in range(0, n, block_size):
+                    s = Q @ K[start:start + block_size].T / np.sqrt(Q.shape[1])
+                    keys = np.arange(start, start + s.shape[1])
+                    s = np.where(keys[None, :] <= np.arange(n)[:, None], s, -np.inf)
+                    m_new = np.maximum(m, s.max(axis=1, keepdims=True))
+                    p = np.exp(s - m_new)
+                    l = l * np.exp(m - m_new) + p.sum(axis=1, keepdims=True)
+                    acc = acc * np.exp(m - m_new) + p @ V[start:start + block_size]
+                    m = m_new
+                return acc / l
+            """),
+    ],
 }
+
+# The multi-head implementations above share this loop over heads (defined in the
+# submission next to them; it calls no other exercise).
+MHA_BY_HEADS = """
+    def _mha_grads_by_heads(X, W_q, W_k, W_v, W_o, h, d_out, mask, W_o_back, x_paths):
+        n, d_model = X.shape
+        d = d_model // h
+        allowed = np.ones((n, n), dtype=bool) if mask is None else mask
+        grads = {key: np.zeros((d_model, d_model)) for key in ("W_q", "W_k", "W_v")}
+        merged, dX = np.zeros((n, d_model)), np.zeros_like(X)
+        d_merged = d_out @ W_o_back
+        for c in [slice(i * d, (i + 1) * d) for i in range(h)]:
+            Q, K, V = X @ W_q[:, c], X @ W_k[:, c], X @ W_v[:, c]
+            S = np.where(allowed, Q @ K.T / math.sqrt(d), -np.inf)
+            top = np.where(allowed.any(axis=1, keepdims=True), S.max(axis=1, keepdims=True), 0.0)
+            E = np.exp(S - top)
+            A = E / np.maximum(E.sum(axis=1, keepdims=True), 1e-300)
+            merged[:, c] = A @ V
+            dA = d_merged[:, c] @ V.T
+            dS = A * (dA - np.sum(dA * A, axis=1, keepdims=True))
+            dQ, dK, dV = dS @ K / math.sqrt(d), dS.T @ Q / math.sqrt(d), A.T @ d_merged[:, c]
+            for key, W, g in (("W_q", W_q, dQ), ("W_k", W_k, dK), ("W_v", W_v, dV)):
+                grads[key][:, c] = X.T @ g
+                if key[-1] in x_paths:                 # the paths through Q, K, V that reach X
+                    dX += g @ W[:, c].T
+        return {**grads, "W_o": merged.T @ d_out, "X": dX}
+"""
+for _impl in IMPLEMENTATIONS["multi_head_attention_backward"]:
+    _impl.source = textwrap.dedent(MHA_BY_HEADS).strip() + "\n\n\n" + _impl.source
 
 
 def test_every_exercise_has_at_least_two_wrong_and_one_right_implementation():

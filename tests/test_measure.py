@@ -3,7 +3,9 @@
 import numpy as np
 import pytest
 
-from helpers.measure import format_bytes, median_time, traced_peak
+from helpers.measure import (crossing, format_bytes, median_time, median_times, plot_times,
+                             slider_step_report, traced_peaks,
+                             times_table, traced_peak)
 
 
 class FakeClock:
@@ -133,3 +135,94 @@ def test_log_log_axes_sets_log_scales_and_plain_tick_labels():
         assert ax.yaxis.get_major_formatter()(0.5, 0) == "0.5"
     finally:
         plt.close(fig)
+
+
+# ------------------------------------------------------------ slider_step_report
+def _ticking(step):
+    """A fake clock that advances by ``step`` seconds each time it is read."""
+    now = [0.0]
+
+    def clock():
+        now[0] += step
+        return now[0]
+    return clock
+
+
+def test_slider_step_report_times_each_value_once_in_order():
+    seen = []
+    report = slider_step_report(seen.append, [1, 2, 4], clock=_ticking(0.01),
+                                cpu_clock=_ticking(0.002))
+    assert seen == [1, 2, 4]
+    # each value: the clock is read twice, 10 ms apart; the CPU clock 2 ms apart
+    assert report.splitlines() == ["   1:   10 ms wall,    2 ms CPU",
+                                   "   2:   10 ms wall,    2 ms CPU",
+                                   "   4:   10 ms wall,    2 ms CPU"]
+
+
+def test_slider_step_report_rejects_a_non_callable():
+    with pytest.raises(TypeError, match="slider_step_report: redraw must be callable"):
+        slider_step_report(42, [1])
+
+
+# ------------------------------------------------------------ median_times, times_table
+def test_median_times_builds_each_size_once_and_times_every_function():
+    built = []
+
+    def make(size):
+        built.append(size)
+        return {"a": lambda: None, "b": lambda: None}
+
+    times = median_times(make, [1, 2, 3], repeat=1)
+    assert built == [1, 2, 3]
+    assert sorted(times) == ["a", "b"] and times["a"].shape == (3,)
+    assert np.all(times["a"] >= 0)
+
+
+def test_times_table_writes_milliseconds_per_size():
+    table = times_table([64, 128], {"scores": np.array([0.001, 0.004])})
+    assert table.splitlines() == ["     n        scores", "    64         1.000", "   128         4.000"]
+
+
+# ------------------------------------------------------------ crossing
+def test_crossing_of_n_and_n_squared_over_100_is_at_100():
+    x = np.array([10.0, 1000.0])
+    # y1 = n, y2 = n^2 / 100: straight lines on log-log axes, equal at n = 100
+    assert crossing(x, x, x ** 2 / 100) == pytest.approx(100.0)
+
+
+def test_crossing_between_two_points_is_interpolated_on_log_axes():
+    # log diff goes from log(1/4) at x=1 to log(4) at x=16: zero halfway in log x, at x = 4
+    assert crossing([1, 16], [4, 4], [1, 16]) == pytest.approx(4.0)
+
+
+def test_crossing_is_none_when_the_second_never_overtakes():
+    assert crossing([1, 2, 4], [5, 5, 5], [1, 2, 4]) is None
+
+
+def test_crossing_rejects_arrays_of_different_lengths():
+    with pytest.raises(ValueError, match="crossing: x, y1, y2 must be 1-D of one length"):
+        crossing([1, 2], [1, 2, 3], [1, 2])
+
+
+# ------------------------------------------------------------ plot_times
+def test_plot_times_draws_one_line_per_name_in_ms_with_fitted_exponents_and_guides():
+    import matplotlib
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    _, ax = plt.subplots()
+    sizes = np.array([1.0, 2.0, 4.0])
+    plot_times(ax, sizes, {"a": np.array([1e-3, 2e-3, 4e-3])}, {"a": "black"}, {"a": 1.0},
+               guides=[("a", 2)], title="T", xlabel="n")
+    lines = ax.get_lines()
+    assert [line.get_label() for line in lines] == ["a: fitted k = 1.00", "a slope of exactly 2"]
+    np.testing.assert_allclose(lines[0].get_ydata(), [1, 2, 4])        # milliseconds
+    np.testing.assert_allclose(lines[1].get_ydata(), [0.25, 1, 4])     # slope 2 through (4, 4 ms)
+    assert (ax.get_title(), ax.get_xscale(), ax.get_yscale()) == ("T", "log", "log")
+    plt.close("all")
+
+
+def test_traced_peaks_counts_the_array_each_function_makes():
+    peaks = traced_peaks(lambda n: {"ones": lambda: np.ones(n)}, [1000, 2000])
+    # n float64 numbers: 8 * n bytes (plus a little bookkeeping)
+    assert 8000 <= peaks["ones"][0] < 9000 and 16000 <= peaks["ones"][1] < 17000

@@ -177,3 +177,37 @@ def test_head_maps_rejects_weights_that_are_not_three_dimensional():
 def test_head_maps_rejects_the_wrong_number_of_tokens():
     with pytest.raises(ValueError, match=r"head_maps: 2 tokens for maps of shape \(3, 3\)"):
         plots.head_maps(_constant_heads(2, 3), ["a", "b"])
+
+
+# ------------------------------------------------------------ head_count_explorer
+def _uniform_mha(calls):
+    """A stand-in multi_head_attention: records the head counts, returns uniform maps."""
+    def mha(X, W_q, W_k, W_v, W_o, num_heads):
+        calls.append(num_heads)
+        n = len(X)
+        return X @ W_o, np.full((num_heads, n, n), 1 / n)
+    return mha
+
+
+def _explorer(calls, value=4):
+    X, W = np.ones((3, 8)), np.eye(8)
+    return widgets.head_count_explorer(_uniform_mha(calls), X, W, W, W, W, ["a", "b", "c"],
+                                       value=value)
+
+
+def test_head_count_explorer_calls_the_given_attention_with_the_slider_value():
+    calls = []
+    box, redraw = _explorer(calls)
+    box.children[0].value = 8
+    redraw(1)
+    assert calls == [4, 8, 1]
+
+
+def test_head_count_explorer_offers_the_divisors_of_d_model():
+    box, _ = _explorer([])
+    assert list(box.children[0].options) == [1, 2, 4, 8]
+
+
+def test_head_count_explorer_rejects_a_start_value_that_does_not_divide():
+    with pytest.raises(ValueError, match="does not divide d_model=8"):
+        _explorer([], value=3)

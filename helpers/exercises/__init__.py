@@ -5,7 +5,7 @@
 The notebook checks (:mod:`helpers.checks`) and the grader both read from here.
 """
 
-from . import lesson01, lesson02, lesson03, lesson04, lesson05, lesson06
+from . import lesson01, lesson02, lesson03, lesson04, lesson05, lesson06, lesson07
 
 LESSONS = {
     "01_qkv_projections": lesson01.EXERCISES,
@@ -14,6 +14,7 @@ LESSONS = {
     "04_multi_head": lesson04.EXERCISES,
     "05_complexity": lesson05.EXERCISES,
     "06_tiled_attention": lesson06.EXERCISES,
+    lesson07.LESSON: lesson07.EXERCISES,
 }
 
 EXERCISES = {exercise.name: exercise for exercises in LESSONS.values() for exercise in exercises}

@@ -1,4 +1,5 @@
-"""Lesson 04 exercises: ``split_heads``, ``merge_heads``, ``multi_head_attention``.
+"""Lesson 04 exercises: ``split_heads``, ``merge_heads``, ``multi_head_attention`` and the
+transfer exercise ``split_heads_batched``.
 
 How the cases tell the mistakes apart:
 
@@ -11,7 +12,13 @@ How the cases tell the mistakes apart:
   from every single head's map, and a random ``W_o`` makes leaving it out visible;
 - a case with one head (where every split is the identity) and one with ``d_head = 1``
   come later: they catch code that only works for the first shapes;
-- one case passes a causal mask, to catch a mask that is not passed on to the heads.
+- one case passes a causal mask, to catch a mask that is not passed on to the heads;
+- ``split_heads_batched``'s first case has four different sizes (2 sentences, 3 tokens,
+  4 heads of 5), so every misplaced axis gives a shape or values of its own.
+
+A wrong ``split_heads`` or ``merge_heads`` that a learner reuses inside
+``multi_head_attention`` gives the answer of the matching mistake below, whose message
+names the helper at fault.
 
 The mistakes are written out here with the reference's building blocks; the tests
 (``tests/test_checks_lesson04.py``) feed the checks independently written wrong
@@ -157,6 +164,23 @@ def _merge_no_transpose(H):
     return H.reshape(n, h * d_head)
 
 
+def _split_interleaved(A, h):
+    n, d_model = A.shape
+    return A.reshape(n, d_model // h, h).transpose(2, 0, 1)
+
+
+def _merge_interleaved(H):
+    h, n, d_head = H.shape
+    return H.transpose(1, 2, 0).reshape(n, h * d_head)
+
+
+#: Ends the message of a split or merge mistake found inside multi_head_attention: the
+#: learner's own split_heads / merge_heads, reused here, is the likely culprit.
+_AT_FAULT = ("If your multi_head_attention calls your {helper}, the mistake is there: "
+             "its own check, above, names it; fix it, run its cell and its check, then this "
+             "cell and this check again.")
+
+
 def _mha(X, W_q, W_k, W_v, W_o, h, mask=None, *, split=None, merge=None, scale="d_head",
          use_mask=True, use_W_o=True, W_o_T=False, weights_out="all"):
     """Multi-head attention with one thing (or more) done wrong, for the mistakes below."""
@@ -165,7 +189,8 @@ def _mha(X, W_q, W_k, W_v, W_o, h, mask=None, *, split=None, merge=None, scale="
     d_model = X.shape[-1]
     Qh, Kh, Vh = (split(X @ W, h) for W in (W_q, W_k, W_v))          # (h, n, d_head)
     d = {"d_head": np.sqrt(d_model // h), "d_model": np.sqrt(d_model), "none": 1.0,
-         "d_head plain": d_model // h}.get(scale, scale)              # or a number
+         "d_head plain": d_model // h,
+         "d_model and d_head": np.sqrt(d_model) * np.sqrt(d_model // h)}.get(scale, scale)
     scores = Qh @ np.swapaxes(Kh, -1, -2) / d                          # (h, n, n)
     if mask is not None and use_mask:
         scores = np.where(mask, scores, -np.inf)
@@ -190,8 +215,15 @@ MHA_MISTAKES = [
             lambda *a, mask=None: _mha(*a, mask, scale="d_model")),
     Mistake("the scores were not scaled: in every head divide Q_h @ K_h.T by sqrt(d_head).",
             lambda *a, mask=None: _mha(*a, mask, scale="none")),
-    Mistake("the scores were divided by d_head instead of sqrt(d_head).",
+    Mistake("the scores were scaled twice: divided by d_head = sqrt(d_head) * sqrt(d_head). "
+            "scaled_dot_product_attention already divides by sqrt(d_head) (it reads d_head "
+            "from its input): do not also scale Q, K or the scores yourself. (Or, if you wrote "
+            "the attention yourself, divide by sqrt(d_head), not d_head.)",
             lambda *a, mask=None: _mha(*a, mask, scale="d_head plain")),
+    Mistake("the scores were scaled twice: by sqrt(d_model) and again by sqrt(d_head). "
+            "scaled_dot_product_attention already divides each head's scores by sqrt(d_head): "
+            "do not scale Q, K or the scores yourself.",
+            lambda *a, mask=None: _mha(*a, mask, scale="d_model and d_head")),
     Mistake(f"the scores were scaled by sqrt({NOTEBOOK_D_HEAD}): that is the notebook's global "
             f"d_head (section 2), not this input's. Work d_head out inside the function, "
             f"d_head = d_model // num_heads (scaled_dot_product_attention does it for you).",
@@ -208,15 +240,22 @@ MHA_MISTAKES = [
             lambda *a, mask=None: _mha(*a, mask, weights_out="last")),
     Mistake("the heads were split without transposing (a reshape straight to "
             "(num_heads, n, d_head)), so each head mixes pieces of several tokens. "
-            "Use split_heads.",
+            + _AT_FAULT.format(helper="split_heads"),
             lambda *a, mask=None: _mha(*a, mask, split=_split_no_transpose)),
+    Mistake("the heads were split column by column: head i got every num_heads-th column "
+            "instead of one block of d_head columns. " + _AT_FAULT.format(helper="split_heads"),
+            lambda *a, mask=None: _mha(*a, mask, split=_split_interleaved)),
     Mistake("the heads were merged without transposing (a reshape straight from "
             "(num_heads, n, d_head) to (n, d_model)), so a token's output row holds pieces of "
-            "other tokens. Use merge_heads.",
+            "other tokens. " + _AT_FAULT.format(helper="merge_heads"),
             lambda *a, mask=None: _mha(*a, mask, merge=_merge_no_transpose)),
+    Mistake("the heads were merged with their columns interleaved (head 0's first column, "
+            "head 1's first column, ...) instead of side by side. "
+            + _AT_FAULT.format(helper="merge_heads"),
+            lambda *a, mask=None: _mha(*a, mask, merge=_merge_interleaved)),
     Mistake("the heads were reshaped without transposing, both when splitting and when "
             "merging: the two scrambles undo each other's shapes, but each 'head' attended "
-            "over pieces of several tokens. Use split_heads and merge_heads.",
+            "over pieces of several tokens. " + _AT_FAULT.format(helper="split_heads and merge_heads"),
             lambda *a, mask=None: _mha(*a, mask, split=_split_no_transpose,
                                        merge=_merge_no_transpose)),
     Mistake("the mask was ignored: pass it on to the attention of every head (with a causal "
@@ -226,6 +265,62 @@ MHA_MISTAKES = [
             "as it is.",
             lambda *a, mask=None: _mha(*a, mask, W_o_T=True)),
 ]
+
+# ------------------------------------------------------------ split_heads_batched
+def batched_cases(rng, hidden):
+    shapes = [  # (B, n, d_model, num_heads, label)
+        (2, 3, 20, 4, "2 sentences, 3 tokens, 4 heads of 5"),
+        (3, 5, 12, 2, "3 sentences, 5 tokens, 2 heads of 6"),
+        (1, 4, 6, 3, "one sentence"),
+        (4, 2, 5, 1, "one head"),
+        (2, 6, 4, 4, "4 heads of size 1"),
+        (3, 1, 8, 2, "one token per sentence"),
+    ]
+    if hidden:
+        shapes = [(3, 2, 20, 4, "3 sentences, 2 tokens, 4 heads of 5"),
+                  (2, 5, 18, 3, "2 sentences, 5 tokens, 3 heads of 6"),
+                  (1, 3, 8, 2, "one sentence"), (3, 4, 6, 1, "one head"),
+                  (2, 3, 5, 5, "5 heads of size 1"), (4, 1, 6, 3, "one token per sentence")]
+    cases = []
+    for B, n, d_model, h, label in shapes:
+        X = rng.standard_normal((B, n, d_model))
+        cases.append(Case((X, h), label=f"{label}: X {X.shape}, num_heads={h}"))
+    return cases
+
+
+def _bdims(X, h):
+    B, n, d_model = X.shape
+    return B, n, h, d_model // h
+
+
+BATCHED_MISTAKES = [
+    Mistake("the heads were reshaped without transposing: reshaping (B, n, d_model) straight "
+            "to (B, num_heads, n, d_head) cuts each sentence's numbers in storage order, so a "
+            "'head' gets pieces of several tokens. Cut each token's row into heads first, "
+            "(B, n, num_heads, d_head), then swap the two middle axes.",
+            lambda X, h: X.reshape(_bdims(X, h)[0], h, _bdims(X, h)[1], _bdims(X, h)[3])),
+    Mistake("the result has shape (B, n, num_heads, d_head): the columns are cut into heads, "
+            "but the head axis must come before the tokens, (B, num_heads, n, d_head).",
+            lambda X, h: X.reshape(_bdims(X, h))),
+    Mistake("the head axis came first and the sentence axis second, (num_heads, B, n, d_head): "
+            "the batch axis stays in front, (B, num_heads, n, d_head). (split_heads's "
+            "transpose(1, 0, 2) moves the head axis to the very front; here it goes to "
+            "position 1.)",
+            lambda X, h: X.reshape(_bdims(X, h)).transpose(2, 0, 1, 3)),
+    Mistake("head i got every num_heads-th column (i, i + num_heads, ...) instead of one "
+            "contiguous block of columns i*d_head : (i+1)*d_head. Cut each row into "
+            "(num_heads, d_head), in that order.",
+            lambda X, h: X.reshape(*_bdims(X, h)[:2], _bdims(X, h)[3], h).transpose(0, 3, 1, 2)),
+    Mistake("each head came out transposed, (B, num_heads, d_head, n): a head keeps one row "
+            "per token, (B, num_heads, n, d_head).",
+            lambda X, h: X.reshape(_bdims(X, h)).transpose(0, 2, 3, 1)),
+    Mistake("the sentences and the tokens were swapped: the result is (n, num_heads, B, "
+            "d_head) or a reshape of it. Keep the sentence axis first and only move the head "
+            "axis: (B, n, num_heads, d_head) -> (B, num_heads, n, d_head).",
+            lambda X, h: X.reshape(_bdims(X, h)).transpose(1, 2, 0, 3).reshape(
+                _bdims(X, h)[0], h, _bdims(X, h)[1], _bdims(X, h)[3])),
+]
+
 
 EXERCISES = [
     Exercise(
@@ -251,5 +346,12 @@ EXERCISES = [
         outputs=("out", "weights"),
         rtol=1e-6,
         atol=1e-8,
+    ),
+    Exercise(
+        name="split_heads_batched",
+        lesson="04_multi_head",
+        reference=reference.split_heads_batched,
+        make_cases=batched_cases,
+        mistakes=BATCHED_MISTAKES,
     ),
 ]

@@ -1,4 +1,5 @@
-"""Lesson 05 exercises: ``attention_flops`` and ``fit_power_law``.
+"""Lesson 05 exercises: ``attention_flops``, ``fit_power_law`` and the "predict, then
+run" exercise ``flops_crossing``.
 
 attention_flops: the cases use n != d_model (so n and d swapped gives other
 numbers) and the mistakes are the ways a count goes wrong: a multiply-add counted
@@ -7,6 +8,11 @@ as 1 operation instead of 2, W_O counted among the Q/K/V projections.
 fit_power_law: synthetic data ``cost = c * size**k`` with a little multiplicative
 noise (so only a real least-squares fit gives the reference's answer) and
 ``c`` far from 1 (so the intercept ``log c`` is nowhere near the slope ``k``).
+
+flops_crossing: both values of ``with_output_projection`` on sizes that are not round
+numbers, so each wrong coefficient (1.5 for 2, 3 or 4 for a grid counted once, 1 for
+"n ~ d", 2/3 for an equation solved upside down) gives its own number. The first case
+leaves W_O out: with it, half the right answer (2d / 2) would be d, the rule of thumb.
 """
 
 import numpy as np
@@ -133,6 +139,44 @@ POWER_MISTAKES = [
 ]
 
 
+# ----------------------------------------------------------------- flops_crossing
+def make_crossing_cases(rng, hidden):
+    specs = [(128, False), (128, True), (512, True), (100, False), (1, True), (768, False)]
+    if hidden:
+        specs = [(256, False), (256, True), (96, True), (1000, False), (1, False), (4096, True)]
+    return [Case((d, w), label=f"d_model={d}, with_output_projection={w}") for d, w in specs]
+
+
+def _crossing(d, w, matrices=None, grid_products=2):
+    """n where grid_products * 2*n^2*d equals matrices * 2*n*d^2 (the right count by default)."""
+    matrices = (4 if w else 3) if matrices is None else matrices
+    return matrices * d / grid_products
+
+
+CROSSING_MISTAKES = [
+    Mistake("this is the crossing without W_O (n = 1.5 d) where W_O counts, or the other way "
+            "round. with_output_projection=True adds W_O's 2*n*d^2 to the projections: "
+            "8*n*d^2 = 4*n^2*d; without it, 6*n*d^2 = 4*n^2*d.",
+            lambda d, w: _crossing(d, not w)),
+    Mistake("the grid was counted as one product: it is two, scores (Q @ K.T) and weighted "
+            "sum (weights @ V), 2*n^2*d each, so 4*n^2*d in all. (Or its multiply-adds were "
+            "counted as 1 operation and the projections' as 2: count both sides alike.)",
+            lambda d, w: _crossing(d, w, grid_products=1)),
+    Mistake("n = d is the rule of thumb, not the crossing of the counts: set the grid's "
+            "4*n^2*d equal to the projections' 6*n*d^2 (or 8*n*d^2 with W_O) and solve for n.",
+            lambda d, w: float(d)),
+    Mistake("the equation was solved upside down: 4*n^2*d = 6*n*d^2 gives n = 6*d/4, "
+            "not 4*d/6 (divide both sides by 4*n*d).",
+            lambda d, w: 4 * d / (4 if w else 3) / 2),
+    Mistake("W_O was counted twice: as a fourth projection and again as the output "
+            "projection. With W_O the projections cost 4 * 2*n*d^2 = 8*n*d^2.",
+            lambda d, w: _crossing(d, w, matrices=5 if w else 3)),
+    Mistake("a multiply-add was counted as 2 operations on one side and 1 on the other: "
+            "count both sides the same way (2 per multiply-add) before solving.",
+            lambda d, w: _crossing(d, w) / 2),
+]
+
+
 EXERCISES = [
     Exercise(
         name="attention_flops",
@@ -152,6 +196,16 @@ EXERCISES = [
         mistakes=POWER_MISTAKES,
         outputs=("exponent",),
         rtol=1e-6,
+        atol=1e-9,
+    ),
+    Exercise(
+        name="flops_crossing",
+        lesson="05_complexity",
+        reference=reference.flops_crossing,
+        make_cases=make_crossing_cases,
+        mistakes=CROSSING_MISTAKES,
+        outputs=("n",),
+        rtol=1e-9,
         atol=1e-9,
     ),
 ]

@@ -1,4 +1,5 @@
-"""Lesson 06 exercise: ``online_softmax_attention``.
+"""Lesson 06 exercises: ``online_softmax_attention`` and the transfer exercise
+``causal_online_softmax_attention``.
 
 The cases are built so that each known mistake gives a different answer from the
 right one:
@@ -10,12 +11,22 @@ right one:
 - n_q, n_k, d_k and d_v all differ (a transposed product cannot pass by luck).
 
 The tolerance is tight (1e-10 absolute in float64): tiling changes only rounding.
+
+The causal cases have as many queries as keys, keys that grow (so the running maximum of
+query i rises at every block up to its own), and block sizes that do not divide n, so a
+mask off by one, the wrong way round, or taken inside the block each give other numbers.
+
+A function that gives the right numbers by building the whole ``(n_q, n_k)`` score grid
+is told so by :func:`full_grid_message`, which traces the largest memory it allocates
+(``tracemalloc`` counts every NumPy buffer: a count, not a timing, so a busy machine
+does not change it).
 """
 
 import numpy as np
 
 from .. import reference
 from ..checking import Case, Exercise, Mistake
+from ..measure import format_bytes, traced_peak
 
 
 def _growing_keys(rng, n_k, d_k, growth):
@@ -48,7 +59,7 @@ def make_cases(rng, hidden):
     ]
     if hidden:
         specs = [
-            (6, 11, 3, 4, 5, "the max grows every block, last block partial", 4.0),
+            (6, 12, 3, 4, 5, "the max grows every block, last block partial (12 = 5 + 5 + 2)", 4.0),
             (5, 16, 4, 2, 4, "the max grows every block, n_k a multiple of block_size", 2.5),
             (3, 2, 3, 3, 5, "block_size larger than n_k", None),
             (4, 5, 2, 6, 1, "block_size = 1", 2.0),
@@ -63,8 +74,12 @@ def _naive(Q, K, V):
 
 
 def _online(Q, K, V, block_size, *, rescale_l=True, rescale_acc=True, divide=True,
-            blocks=None, scale=True):
-    """Online softmax with switchable mistakes (the reference is all defaults)."""
+            blocks=None, scale=True, allowed=None):
+    """Online softmax with switchable mistakes (the reference is all defaults).
+
+    ``allowed(i, j)`` (query positions (n_q, 1), key positions (1, b)) -> bool (n_q, b)
+    masks the scores where it is False; None: no mask.
+    """
     n_q, n_k = Q.shape[0], K.shape[0]
     m = np.full((n_q, 1), -np.inf)
     l = np.zeros((n_q, 1))
@@ -74,6 +89,9 @@ def _online(Q, K, V, block_size, *, rescale_l=True, rescale_acc=True, divide=Tru
         s = Q @ K[start:start + block_size].T
         if scale:
             s = s / np.sqrt(Q.shape[1])
+        if allowed is not None:
+            keys = np.arange(start, start + s.shape[1])[None, :]          # (1, b)
+            s = np.where(allowed(np.arange(n_q)[:, None], keys, start), s, -np.inf)
         m_new = np.maximum(m, s.max(axis=1, keepdims=True))
         p = np.exp(s - m_new)
         r = np.exp(m - m_new)
@@ -129,6 +147,111 @@ MISTAKES = [
             lambda Q, K, V, block_size: _online(Q, K, V, block_size, scale=False)),
 ]
 
+# ----------------------------------------------------------------- causal
+def _causal_case(rng, n, d_k, d_v, block_size, label, growth=None):
+    case = _case(rng, n, n, d_k, d_v, block_size, label, growth)
+    Q, K, V = case.args
+    case.label = f"{label}: Q {Q.shape}, K {K.shape}, V {V.shape}, block_size={block_size}"
+    return case
+
+
+def make_causal_cases(rng, hidden):
+    # (n, d_k, d_v, block_size, label, growth)
+    specs = [
+        (10, 4, 3, 4, "the max grows every block, last block partial (10 = 4 + 4 + 2)", 3.0),
+        (8, 3, 5, 4, "the max grows every block, n a multiple of block_size", 3.0),
+        (3, 2, 2, 8, "block_size larger than n (one partial block)", None),
+        (6, 5, 4, 1, "block_size = 1", 2.0),
+        (1, 3, 2, 4, "a single token", None),
+        (33, 8, 6, 16, "random scores, last block of 1 key", None),
+    ]
+    if hidden:
+        specs = [
+            (12, 3, 4, 5, "the max grows every block, last block partial (12 = 5 + 5 + 2)", 4.0),
+            (9, 4, 2, 3, "the max grows every block, n a multiple of block_size", 2.5),
+            (4, 3, 3, 6, "block_size larger than n", None),
+            (5, 2, 6, 1, "block_size = 1", 2.0),
+            (1, 2, 3, 2, "a single token", None),
+            (29, 8, 5, 7, "random scores", None),
+        ]
+    return [_causal_case(rng, *spec[:5], growth=spec[5]) for spec in specs]
+
+
+def _causal(i, j, start):
+    return j <= i
+
+
+def _causal_online(Q, K, V, block_size, **mistake):
+    return _online(Q, K, V, block_size, allowed=mistake.pop("allowed", _causal), **mistake)
+
+
+CAUSAL_MISTAKES = [
+    Mistake("the mask was left out: with the causal mask, query i may only see keys 0 .. i. "
+            "In every block, set the scores of keys after the query to -inf before the "
+            "running max and the exponentials.",
+            lambda Q, K, V, block_size: _online(Q, K, V, block_size)),
+    Mistake("the mask also hides each token's own key: query i may see keys j <= i, itself "
+            "included (causal_mask(n) has True on the diagonal). Hiding it leaves query 0 "
+            "with nothing to attend to.",
+            lambda Q, K, V, block_size: _causal_online(Q, K, V, block_size,
+                                                       allowed=lambda i, j, start: j < i)),
+    Mistake("the mask is the wrong way round: it lets query i see the keys after it "
+            "(j >= i) instead of the keys up to it (j <= i).",
+            lambda Q, K, V, block_size: _causal_online(Q, K, V, block_size,
+                                                       allowed=lambda i, j, start: j >= i)),
+    Mistake("the mask compared the query's position with the key's position *inside the "
+            "block* (0 .. block_size - 1): key j of the block starting at `start` is key "
+            "start + j of the sentence. Compare query i with start + j.",
+            lambda Q, K, V, block_size: _causal_online(Q, K, V, block_size,
+                                                       allowed=lambda i, j, start: j - start <= i)),
+    Mistake("the running sum l and the accumulator acc are not rescaled when the max changes: "
+            + _RESCALE,
+            lambda Q, K, V, block_size: _causal_online(Q, K, V, block_size, rescale_l=False,
+                                                       rescale_acc=False)),
+    Mistake("the final division is missing: acc is a sum of exp-weighted values; the output "
+            "is acc / l, so that the weights sum to 1.",
+            lambda Q, K, V, block_size: _causal_online(Q, K, V, block_size, divide=False)),
+    Mistake(_PARTIAL.format(what="skipped"),
+            lambda Q, K, V, block_size: _causal_online(Q, K, V, block_size,
+                                                       blocks=_full_blocks_only)),
+    Mistake("the scores are not divided by sqrt(d_k): each block's scores are "
+            "Q @ K_block.T / sqrt(d_k), as in the naive attention.",
+            lambda Q, K, V, block_size: _causal_online(Q, K, V, block_size, scale=False)),
+]
+
+
+# ----------------------------------------------------------------- the grid
+#: The probe's sizes: the (n, n) grid, 128 MiB in float64 (16 MiB even as booleans), dwarfs
+#: an (n, block) block of scores (2 MiB) and the per-block row maxima a two-pass version keeps.
+PROBE_N, PROBE_D, PROBE_BLOCK = 4096, 2, 64
+
+
+def full_grid_message(fn, n=PROBE_N, d=PROBE_D, block_size=PROBE_BLOCK):
+    """Say so when ``fn(Q, K, V, block_size=...)`` holds an array as big as the score grid.
+
+    Runs ``fn`` once on ``n`` queries and keys of size ``d`` with blocks of ``block_size``
+    and traces its peak memory. A function that works block by block peaks at a few
+    ``(n, block_size)`` arrays; one that makes the ``(n, n)`` grid, even as float32 or as a
+    boolean mask of one byte per entry, peaks at ``n * n`` bytes or more.
+
+    Returns
+    -------
+    str or None
+        A message for the learner, or None when the peak stays below ``n * n`` bytes.
+    """
+    rng = np.random.default_rng(0)
+    Q, K, V = (rng.standard_normal((n, d)) for _ in range(3))   # (n, d) each, made before tracing
+    peak = traced_peak(lambda: fn(Q, K, V, block_size=block_size))
+    if peak < n * n:
+        return None
+    return (f"it gives the right numbers, but on {n} queries and keys with block_size={block_size} "
+            f"it allocated {format_bytes(peak)} at its peak: as much as an ({n}, {n}) array "
+            f"({format_bytes(n * n * 8)} in float64), where a block of scores is "
+            f"({n}, {block_size}), {format_bytes(n * block_size * 8)}. Somewhere it builds the "
+            f"whole score grid (or a mask or weights of that size): compute only one block's "
+            f"scores at a time.")
+
+
 EXERCISES = [
     Exercise(
         name="online_softmax_attention",
@@ -136,6 +259,16 @@ EXERCISES = [
         reference=reference.online_softmax_attention,
         make_cases=make_cases,
         mistakes=MISTAKES,
+        outputs=("out",),
+        rtol=1e-8,
+        atol=1e-10,
+    ),
+    Exercise(
+        name="causal_online_softmax_attention",
+        lesson="06_tiled_attention",
+        reference=reference.causal_online_softmax_attention,
+        make_cases=make_causal_cases,
+        mistakes=CAUSAL_MISTAKES,
         outputs=("out",),
         rtol=1e-8,
         atol=1e-10,

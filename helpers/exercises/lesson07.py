@@ -1,0 +1,507 @@
+"""Lesson 07 exercises: ``softmax_backward``, ``attention_backward``,
+``numerical_gradient``, ``multi_head_attention_backward``.
+
+How the cases make each known mistake show, in the order a check meets them:
+
+softmax_backward
+    a *square* first case (4 x 4), so a sum without ``keepdims`` or along the other
+    axis still broadcasts and can be named instead of raising; the upstream gradient
+    ``dy`` is random, so the diagonal-only ``y * (1 - y) * dy`` and the forgotten
+    ``y *`` differ from the answer everywhere. Then a non-square case, ``axis=0``
+    (a function that ignores ``axis``), a batch of rows (3-D), a row with masked
+    (zero) weights and a fully masked row (zeros in, zeros out), a saturated row.
+attention_backward
+    the first case is self-attention shaped (``n_q = n_k = 4``, ``d_k = 3``,
+    ``d_v = 2``) so that ``W @ d_out`` (instead of ``W^T @ d_out``), ``dS @ Q``
+    (instead of ``dS^T @ Q``) and swapped ``dQ``/``dK`` all have the right shape
+    and can be named; then ``n_q != n_k``, a causal mask, a mask with a fully
+    masked row (weights recomputed from Q and K lose the mask), and a leading head
+    axis ``(h, n, d)``, which the lesson's multi-head gradient needs (``A.T``
+    reverses *all* axes of a 3-D array; ``np.swapaxes(A, -1, -2)`` swaps the last two).
+numerical_gradient
+    ``f`` is a function in every case. The first case passes ``eps=1e-2`` to a cubic,
+    where a central difference is ``3 x^2 + eps^2`` but a forward one is off by
+    ``3 x eps``; then a function whose entries interact (``(sum x)^2``, where a
+    nudge that is not undone shifts every later entry, and nudging all entries at once
+    gives the same number everywhere), an explicit ``eps`` on ``sin(10 x)`` (whose
+    third derivative is large, so a function that ignores ``eps`` differs), a 3-D
+    ``x`` and a real attention loss at the default ``eps``.
+    Tolerances: ``rtol=1e-6, atol=1e-8``. Every central difference with the given
+    ``eps`` agrees with the reference up to rounding (about 1e-9 on these cases),
+    whatever way it is written; a forward difference is off by about ``eps * f'' / 2``,
+    which these cases make at least 1e-4. A function that changes ``x`` in place is
+    caught by the check itself (:func:`helpers.checking.changed_inputs`).
+multi_head_attention_backward
+    the first case has 3 heads of 4 (``d_model = 12``) and 5 tokens, all different,
+    with weights of moderate size (the softmax is not saturated, so the gradients
+    through it are large enough to tell a missing scale apart); all four matrices are
+    square, so a transposed weight gradient has the right shape. A causal mask, a mask
+    with a fully masked row, one head and one token come later.
+"""
+
+import numpy as np
+
+from .. import reference
+from ..checking import Case, Exercise, Mistake
+from .lesson04 import _merge_no_transpose, _split_no_transpose
+
+LESSON = "07_backward"
+NOTEBOOK_D_K = 4       # the d_k of the notebook's sentence (section 4), a global there
+
+
+def _swap(A):
+    """The last two axes swapped (a matrix transpose that leaves batch axes alone)."""
+    return np.swapaxes(A, -1, -2)
+
+
+# ------------------------------------------------------------------ softmax_backward
+def _softmax_backward_case(rng, shape, label, axis=-1, spread=2.0, mask=None):
+    x = rng.standard_normal(shape) * spread
+    if mask is not None:
+        x = np.where(mask, x, -np.inf)
+    y = reference.softmax(x, axis=axis)
+    dy = rng.standard_normal(shape)
+    kwargs = {} if axis == -1 else {"axis": axis}
+    return Case((y, dy), kwargs, label=f"{label}: y and dy {shape}" + (f", axis={axis}" if kwargs else ""))
+
+
+def make_softmax_backward_cases(rng, hidden):
+    n = 5 if hidden else 4
+    masked = np.ones((3, 5), dtype=bool)
+    masked[0] = False                                   # row 0: fully masked, y = 0 there
+    masked[1, ::2] = False                              # row 1: some entries masked
+    if hidden:
+        masked = np.ones((4, 6), dtype=bool)
+        masked[2] = False
+        masked[0, 1::2] = False
+    saturated = rng.standard_normal((2, 6 if hidden else 5))
+    saturated[0] *= 40.0                                # row 0: nearly one-hot
+    return [
+        _softmax_backward_case(rng, (n, n), "a square grid of weights"),
+        _softmax_backward_case(rng, (4, 6) if hidden else (3, 5), "rows of weights"),
+        _softmax_backward_case(rng, (6, 4) if hidden else (5, 3),
+                               "axis=0 (each column is one softmax)", axis=0),
+        _softmax_backward_case(rng, (3, 2, 5) if hidden else (2, 3, 4), "a batch of grids"),
+        _softmax_backward_case(rng, masked.shape, "masked weights (0) and a fully masked row",
+                               mask=masked),
+        Case((reference.softmax(saturated), rng.standard_normal(saturated.shape)),
+             label=f"a saturated (nearly one-hot) row and a soft one, {saturated.shape}"),
+        _softmax_backward_case(rng, (7,) if hidden else (6,), "a single row"),
+    ]
+
+
+def _other_axis(axis, ndim):
+    if ndim != 2:
+        raise ValueError("only for 2-D inputs")
+    return 0 if axis in (-1, 1) else 1
+
+
+SOFTMAX_BACKWARD_MISTAKES = [
+    Mistake("only the diagonal of the Jacobian was used: y * (1 - y) * dy is what you get "
+            "if each weight depended on its own score only. But every score moves every "
+            "weight of its row (the off-diagonal -y_i y_j): dx_i = y_i (dy_i - sum_j y_j dy_j).",
+            lambda y, dy, axis=-1: y * (1 - y) * dy),
+    Mistake("the factor y in front is missing: dx = y * (dy - sum(dy * y)), not "
+            "dy - sum(dy * y). (A weight of 0, e.g. a masked entry, must get no gradient.)",
+            lambda y, dy, axis=-1: dy - np.sum(dy * y, axis=axis, keepdims=True)),
+    Mistake("the sum is sum(dy), not sum(dy * y): the term subtracted is the y-weighted "
+            "average of dy along the axis.",
+            lambda y, dy, axis=-1: y * (dy - np.sum(dy, axis=axis, keepdims=True))),
+    Mistake("the sum is missing: y * dy is only the diag(y) part of the Jacobian "
+            "diag(y) - y y^T. Subtract sum(dy * y) along the axis before multiplying by y.",
+            lambda y, dy, axis=-1: y * dy),
+    Mistake("the sign is flipped: dx = y * (dy - sum(dy * y)), not y * (sum(dy * y) - dy).",
+            lambda y, dy, axis=-1: y * (np.sum(dy * y, axis=axis, keepdims=True) - dy)),
+    Mistake("the axis argument is ignored: with axis=0 each *column* is one softmax, so "
+            "the sum runs along axis 0. Pass axis on to the sum.",
+            lambda y, dy, axis=-1: reference.softmax_backward(y, dy, axis=-1)),
+    Mistake("the sum runs along the wrong axis: it must run along the softmax's own axis "
+            "(the keys, axis=-1, for attention's rows), with keepdims=True.",
+            lambda y, dy, axis=-1: reference.softmax_backward(y, dy, _other_axis(axis, y.ndim))),
+    Mistake("missing keepdims: sum(dy * y, axis) has lost its axis, so it broadcasts the "
+            "wrong way (row i gets row j's sum). Use keepdims=True.",
+            lambda y, dy, axis=-1: y * (dy - np.sum(dy * y, axis=axis))),
+    Mistake("the sum runs over the whole array: each softmax slice (each row) has its own "
+            "sum(dy * y). Sum along axis, with keepdims=True.",
+            lambda y, dy, axis=-1: y * (dy - np.sum(dy * y))),
+]
+
+
+# ------------------------------------------------------------------ attention_backward
+def _attention_backward_case(rng, shape, label, mask=None, spread=1.0):
+    batch, n_q, n_k, d_k, d_v = shape
+    Q = rng.standard_normal((*batch, n_q, d_k)) * spread
+    K = rng.standard_normal((*batch, n_k, d_k)) * spread
+    V = rng.standard_normal((*batch, n_k, d_v))
+    d_out = rng.standard_normal((*batch, n_q, d_v))
+    _, weights = reference.scaled_dot_product_attention(Q, K, V, mask)
+    return Case((Q, K, V, weights, d_out),
+                label=f"{label}: Q {Q.shape}, K {K.shape}, V {V.shape}, weights {weights.shape}, "
+                      f"d_out {d_out.shape}")
+
+
+def make_attention_backward_cases(rng, hidden):
+    empty = np.array([[True, False, True, True, False, True],
+                      [False, False, False, False, False, False],
+                      [True, True, False, True, True, True],
+                      [False, True, True, False, True, False]])
+    if hidden:
+        empty = np.array([[False, False, False, False, False],
+                          [True, False, True, True, False],
+                          [True, True, True, False, True]])
+        return [
+            _attention_backward_case(rng, ((), 5, 5, 3, 2), "self-attention, n = 5"),
+            _attention_backward_case(rng, ((), 2, 6, 4, 3), "n_q != n_k"),
+            _attention_backward_case(rng, ((), 6, 6, 5, 2), "causal mask", reference.causal_mask(6)),
+            _attention_backward_case(rng, ((), 3, 5, 2, 4), "query 0 may attend to nothing", empty),
+            _attention_backward_case(rng, ((3,), 4, 4, 2, 3),
+                                     "a leading head axis (h, n, d): swap the last two axes only",
+                                     reference.causal_mask(4)),
+            _attention_backward_case(rng, ((), 4, 3, 6, 1), "d_v = 1, larger scores", spread=2.0),
+        ]
+    return [
+        _attention_backward_case(rng, ((), 4, 4, 3, 2), "self-attention, n = 4"),
+        _attention_backward_case(rng, ((), 3, 5, 4, 2), "n_q != n_k"),
+        _attention_backward_case(rng, ((), 5, 5, 4, 3), "causal mask", reference.causal_mask(5)),
+        _attention_backward_case(rng, ((), 4, 6, 3, 2), "query 1 may attend to nothing", empty),
+        _attention_backward_case(rng, ((2,), 4, 4, 3, 2),
+                                 "a leading head axis (h, n, d): swap the last two axes only",
+                                 reference.causal_mask(4)),
+        _attention_backward_case(rng, ((), 1, 1, 3, 2), "a single token"),
+    ]
+
+
+def _attention_grads(Q, K, V, W, d_out, *, scale_q="sqrt", scale_k="sqrt", softmax="right",
+                     dV="right", dK="right", dQ="right", dW="right", recompute=False):
+    """attention_backward with one step (or more) done wrong, for the mistakes below."""
+    d_k = Q.shape[-1]
+    scales = {"sqrt": 1 / np.sqrt(d_k), "none": 1.0, "d_k": 1 / d_k,
+              "notebook": 1 / np.sqrt(NOTEBOOK_D_K)}
+    if recompute:                                          # weights rebuilt from Q, K: no mask
+        W = reference.softmax(Q @ _swap(K) / np.sqrt(d_k))
+    dV_ = _swap(W) @ d_out if dV == "right" else W @ d_out     # "W": square cases only
+    dW_ = d_out @ _swap(V) if dW == "right" else V @ _swap(d_out)   # "transposed": (n_k, n_q)
+    if softmax == "right":
+        dS = reference.softmax_backward(W, dW_)
+    elif softmax == "diagonal":
+        dS = W * (1 - W) * dW_
+    elif softmax == "no y":
+        dS = dW_ - np.sum(dW_ * W, axis=-1, keepdims=True)
+    elif softmax == "skipped":
+        dS = dW_
+    else:                                                  # "axis -2"
+        dS = W * (dW_ - np.sum(dW_ * W, axis=-2, keepdims=True))
+    dQ_ = (dS @ K if dQ == "right" else dS @ Q) * scales[scale_q]           # "self": dS @ Q
+    dK_ = {"right": lambda: _swap(dS) @ Q, "not transposed": lambda: dS @ Q,
+           "self": lambda: _swap(dS) @ K, "transposed": lambda: _swap(_swap(dS) @ Q)}[dK]()
+    dK_ = dK_ * scales[scale_k]
+    return dQ_, dK_, dV_
+
+
+_SCALE = ("S = Q @ K.T / sqrt(d_k), so the 1/sqrt(d_k) comes back in the backward pass: "
+          "dQ = dS @ K / sqrt(d_k) and dK = dS.T @ Q / sqrt(d_k).")
+
+ATTENTION_BACKWARD_MISTAKES = [
+    Mistake("the 1/sqrt(d_k) is missing in dQ and dK: " + _SCALE,
+            lambda *a: _attention_grads(*a, scale_q="none", scale_k="none")),
+    Mistake("the 1/sqrt(d_k) is missing in dQ (dK has it): " + _SCALE,
+            lambda *a: _attention_grads(*a, scale_q="none")),
+    Mistake("the 1/sqrt(d_k) is missing in dK (dQ has it): " + _SCALE,
+            lambda *a: _attention_grads(*a, scale_k="none")),
+    Mistake("dQ and dK were divided by d_k instead of sqrt(d_k): " + _SCALE,
+            lambda *a: _attention_grads(*a, scale_q="d_k", scale_k="d_k")),
+    Mistake(f"dQ and dK were scaled by 1/sqrt({NOTEBOOK_D_K}): that is the notebook's global "
+            f"d_k, not this input's. Read d_k from the input inside the function: "
+            f"d_k = Q.shape[-1].",
+            lambda *a: _attention_grads(*a, scale_q="notebook", scale_k="notebook")),
+    Mistake("dV was computed with W instead of its transpose: out = W @ V, so "
+            "dV = W.T @ d_out, shape (n_k, d_v): key j's value receives from every query "
+            "that looked at it.",
+            lambda *a: _attention_grads(*a, dV="W")),
+    Mistake("dK is transposed: dS @ Q uses dS the wrong way round. Key j's gradient "
+            "collects column j of dS (every query's score with key j): dK = dS.T @ Q / sqrt(d_k).",
+            lambda *a: _attention_grads(*a, dK="not transposed")),
+    Mistake("dK came out transposed, shape (d_k, n_k): it must have K's shape (n_k, d_k). "
+            "dK = dS.T @ Q / sqrt(d_k).",
+            lambda *a: _attention_grads(*a, dK="transposed")),
+    Mistake("dQ and dK are swapped: return (dQ, dK, dV) in that order. dQ has Q's shape "
+            "and is built from K; dK has K's shape and is built from Q.",
+            lambda *a: (lambda dq, dk, dv: (dk, dq, dv))(*_attention_grads(*a))),
+    Mistake("dQ was built from Q and dK from K: each comes from the *other* one. "
+            "S = Q @ K.T / sqrt(d_k), so dQ = dS @ K / sqrt(d_k) and dK = dS.T @ Q / sqrt(d_k).",
+            lambda *a: _attention_grads(*a, dQ="self", dK="self")),
+    Mistake("the softmax's backward used only the diagonal of its Jacobian: W * (1 - W) * dW. "
+            "Use your softmax_backward(W, dW): dS = W * (dW - sum(dW * W, axis=-1, keepdims=True)).",
+            lambda *a: _attention_grads(*a, softmax="diagonal")),
+    Mistake("the softmax's backward is missing the factor W: dS = W * (dW - sum(dW * W)). "
+            "Without it, masked entries (weight 0) get a gradient.",
+            lambda *a: _attention_grads(*a, softmax="no y")),
+    Mistake("the softmax was skipped in the backward pass: dW is the gradient of the "
+            "weights, not of the scores. dS = softmax_backward(W, dW).",
+            lambda *a: _attention_grads(*a, softmax="skipped")),
+    Mistake("the softmax's backward summed along the wrong axis: each query's row of weights "
+            "is one softmax, so sum along the keys (axis=-1).",
+            lambda *a: _attention_grads(*a, softmax="axis -2")),
+    Mistake("dW is transposed: out = W @ V gives dW = d_out @ V.T, shape (n_q, n_k) like W.",
+            lambda *a: _attention_grads(*a, dW="transposed")),
+    Mistake("the weights were recomputed from Q and K, which loses the mask: use the "
+            "weights you are given (a masked entry has weight 0 there and gets no gradient).",
+            lambda *a: _attention_grads(*a, recompute=True)),
+]
+
+
+# ------------------------------------------------------------------ numerical_gradient
+def cubic(x):
+    """f(x) = sum(x^3). Its gradient is 3 x^2; a central difference gives 3 x^2 + eps^2."""
+    return float(np.sum(x ** 3))
+
+
+def squared_total(x):
+    """f(x) = (sum x)^2: every entry interacts with every other; gradient 2 sum(x) everywhere."""
+    return float(np.sum(x) ** 2)
+
+
+def sine_10x(x):
+    """f(x) = sum(sin(10 x)): large second and third derivatives (100 and 1000 times)."""
+    return float(np.sum(np.sin(10 * x)))
+
+
+def log_sum_exp(x):
+    """f(x) = log(sum(exp(x))), computed stably; its gradient is softmax(x)."""
+    m = np.max(x)
+    return float(m + np.log(np.sum(np.exp(x - m))))
+
+
+def _attention_loss(rng, n_q, n_k, d_k, d_v):
+    """f(Q) = sum(attention(Q, K, V)[0] * d_out) for fixed K, V, d_out: a real training loss."""
+    K, V = rng.standard_normal((n_k, d_k)), rng.standard_normal((n_k, d_v))
+    d_out = rng.standard_normal((n_q, d_v))
+
+    def attention_loss(Q):
+        return float(np.sum(reference.scaled_dot_product_attention(Q, K, V)[0] * d_out))
+
+    return attention_loss
+
+
+def make_numerical_gradient_cases(rng, hidden):
+    cases = [  # (f, x, eps or None, label)
+        (cubic, rng.standard_normal((3, 2) if hidden else (2, 3)) + 1.5, 1e-2,
+         "f(x) = sum(x**3), eps=1e-2"),
+        (squared_total, rng.standard_normal(5 if hidden else 4), 1e-2,
+         "f(x) = sum(x)**2, eps=1e-2"),
+        (sine_10x, rng.standard_normal((2, 2)) * 0.3, 3e-2 if hidden else 2e-2,
+         f"f(x) = sum(sin(10 x)), eps={3e-2 if hidden else 2e-2:g}"),
+        (log_sum_exp, rng.standard_normal((2, 3, 2) if hidden else (2, 2, 3)), None,
+         "f(x) = log(sum(exp(x))) on a 3-D x, default eps"),
+        (_attention_loss(rng, 3, 4, 2, 3) if hidden else _attention_loss(rng, 2, 3, 4, 2),
+         rng.standard_normal((3, 2) if hidden else (2, 4)), None,
+         "an attention loss of Q, default eps"),
+    ]
+    return [Case((f, x), {} if eps is None else {"eps": eps},
+                 label=f"{label}, x {x.shape}") for f, x, eps, label in cases]
+
+
+def _differences(f, x, eps=1e-6, *, kind="central", undo=True):
+    """Finite differences with one switch per mistake (always on a copy of x)."""
+    work = np.array(x, dtype=float)
+    grad = np.zeros_like(work)
+    for i in np.ndindex(*work.shape):
+        old = work[i]
+        work[i] = old + eps
+        up = f(work)
+        work[i] = old - eps
+        down = f(work)
+        work[i] = old if undo else old - eps
+        if kind == "forward":
+            grad[i] = (up - f(work)) / eps
+        elif kind == "backward":
+            grad[i] = (f(work) - down) / eps
+        else:
+            grad[i] = (up - down) / {"central": 2 * eps, "over eps": eps, "no division": 1.0}[kind]
+    return grad
+
+
+def _all_at_once(f, x, eps=1e-6):
+    return np.full(np.shape(x), (f(x + eps) - f(x - eps)) / (2 * eps))
+
+
+NUMERICAL_GRADIENT_MISTAKES = [
+    Mistake("a one-sided (forward) difference, (f(x + eps) - f(x)) / eps: its error shrinks "
+            "only like eps (here eps * f''/2 is visible). The central difference "
+            "(f(x + eps) - f(x - eps)) / (2 eps) cancels that term: its error is O(eps^2).",
+            lambda f, x, eps=1e-6: _differences(f, x, eps, kind="forward")),
+    Mistake("a one-sided (backward) difference, (f(x) - f(x - eps)) / eps: its error shrinks "
+            "only like eps. Use the central difference (f(x + eps) - f(x - eps)) / (2 eps).",
+            lambda f, x, eps=1e-6: _differences(f, x, eps, kind="backward")),
+    Mistake("divided by eps instead of 2 * eps: the two points x + eps and x - eps are 2 eps "
+            "apart, so every entry came out twice too large.",
+            lambda f, x, eps=1e-6: _differences(f, x, eps, kind="over eps")),
+    Mistake("the difference f(x + eps) - f(x - eps) was not divided by 2 * eps.",
+            lambda f, x, eps=1e-6: _differences(f, x, eps, kind="no division")),
+    Mistake("every entry of x was nudged at once (x + eps): that measures the slope along "
+            "the all-ones direction, the same number for every entry. Nudge one entry at a "
+            "time, on a copy of x.",
+            _all_at_once),
+    Mistake("after each entry the nudge was not undone: every later entry was measured at "
+            "a point where the earlier ones are still moved by -eps. Put the entry back "
+            "(x_copy[i] = old) before going on to the next.",
+            lambda f, x, eps=1e-6: _differences(f, x, eps, undo=False)),
+    Mistake("the eps argument is ignored: use the eps the function is given (the check "
+            "passes eps=1e-2 to a function whose third derivative is large, so the step "
+            "size shows).",
+            lambda f, x, eps=1e-6: _differences(f, x, 1e-6)),
+    Mistake("the gradient was flattened: return it with the shape of x (e.g. build it with "
+            "np.zeros_like(x) and fill it entry by entry).",
+            lambda f, x, eps=1e-6: _differences(f, x, eps).ravel()),
+]
+
+
+# ------------------------------------------------------------------ multi_head_attention_backward
+def _mha_backward_case(rng, n, d_model, num_heads, label, mask=None):
+    X = rng.standard_normal((n, d_model))
+    # weights of moderate size: the softmax is soft, so gradients through it are not tiny
+    W_q, W_k, W_v, W_o = (rng.standard_normal((d_model, d_model)) * 1.5 / np.sqrt(d_model)
+                          for _ in range(4))
+    d_out = rng.standard_normal((n, d_model))
+    kwargs = {} if mask is None else {"mask": mask}
+    return Case((X, W_q, W_k, W_v, W_o, num_heads, d_out), kwargs,
+                label=f"{label}: X {X.shape}, four ({d_model}, {d_model}) matrices, "
+                      f"num_heads={num_heads}, d_out {d_out.shape}" + ("" if mask is None else ", mask"))
+
+
+def make_mha_backward_cases(rng, hidden):
+    if hidden:
+        empty = reference.causal_mask(4) & np.array([False, True, True, True])   # row 0 empty
+        specs = [(6, 8, 2, "2 heads of 4", None), (4, 9, 3, "3 heads of 3", None),
+                 (5, 12, 4, "4 heads of 3, causal mask", reference.causal_mask(5)),
+                 (4, 6, 2, "2 heads, the first token may attend to nothing", empty),
+                 (3, 5, 1, "one head", None), (1, 6, 3, "a single token", None)]
+    else:
+        empty = reference.causal_mask(5) & np.array([False, True, True, True, True])
+        specs = [(5, 12, 3, "3 heads of 4", None), (4, 8, 2, "2 heads of 4", None),
+                 (6, 8, 4, "4 heads of 2, causal mask", reference.causal_mask(6)),
+                 (5, 6, 3, "3 heads, the first token may attend to nothing", empty),
+                 (3, 4, 1, "one head", None), (1, 4, 2, "a single token", None)]
+    return [_mha_backward_case(rng, *spec) for spec in specs]
+
+
+def _mha_grads(X, W_q, W_k, W_v, W_o, h, d_out, mask=None, *, W_o_T=True, dW_T=False,
+               dW_o_T=False, dX_paths="QKV", dX_W_T=True, heads="sum", one_head=False,
+               scale=True, split_back=None, merge_back=None, use_mask=True):
+    """multi_head_attention_backward with one thing (or more) done wrong, for the mistakes below."""
+    split_back = split_back or reference.split_heads
+    merge_back = merge_back or reference.merge_heads
+    mask = mask if use_mask else None
+    h_att = 1 if one_head else h                             # one_head: attention on the merged Q, K, V
+    Qh, Kh, Vh = (reference.split_heads(X @ W, h_att) for W in (W_q, W_k, W_v))   # (h, n, d_head)
+    out_h, weights = reference.scaled_dot_product_attention(Qh, Kh, Vh, mask)
+    merged = reference.merge_heads(out_h)                                        # (n, d_model)
+    d_merged = d_out @ (W_o.T if W_o_T else W_o)                                 # (n, d_model)
+    d_heads = split_back(d_merged, h_att)                                       # (h, n, d_head)
+    dQh, dKh, dVh = reference.attention_backward(Qh, Kh, Vh, weights, d_heads)
+    if not scale:                                          # the 1/sqrt(d_head) left out of dQ, dK
+        dQh, dKh = dQh * np.sqrt(Qh.shape[-1]), dKh * np.sqrt(Qh.shape[-1])
+    grads = {"W_o": d_out.T @ merged if dW_o_T else merged.T @ d_out}
+    dX = np.zeros_like(X)
+    for name, W, dH in (("W_q", W_q, dQh), ("W_k", W_k, dKh), ("W_v", W_v, dVh)):
+        d = merge_back(dH)                                                       # (n, d_model)
+        grads[name] = d.T @ X if dW_T else X.T @ d
+        if name[-1].upper() not in dX_paths:
+            continue
+        if heads == "sum":
+            dX = dX + d @ (W.T if dX_W_T else W)
+        else:                                              # per head, with the head's columns of W
+            d_head = X.shape[1] // h
+            parts = [dH[i] @ W[:, i * d_head:(i + 1) * d_head].T for i in range(h)]
+            dX = dX + (parts[-1] if heads == "last" else sum(parts) / h)
+    grads["X"] = dX
+    return grads
+
+
+MHA_BACKWARD_MISTAKES = [
+    Mistake("W_o's transpose is missing: out = merged @ W_o, so the gradient flowing back "
+            "into the merged heads is d_out @ W_o.T.",
+            lambda *a, mask=None: _mha_grads(*a, mask, W_o_T=False)),
+    Mistake("the gradient of W_o is transposed: out = merged @ W_o gives "
+            "dW_o = merged.T @ d_out (rows: W_o's input side).",
+            lambda *a, mask=None: _mha_grads(*a, mask, dW_o_T=True)),
+    Mistake("the gradients of W_q, W_k, W_v are transposed: Q = X @ W_q gives "
+            "dW_q = X.T @ dQ, shape (d_model, d_model) like W_q (and the same for K and V).",
+            lambda *a, mask=None: _mha_grads(*a, mask, dW_T=True)),
+    Mistake("dX only has the path through Q: X feeds Q, K *and* V, so its gradient is the "
+            "sum of all three, dQ @ W_q.T + dK @ W_k.T + dV @ W_v.T.",
+            lambda *a, mask=None: _mha_grads(*a, mask, dX_paths="Q")),
+    Mistake("dX is missing the path through V: X feeds Q, K and V, so its gradient is "
+            "dQ @ W_q.T + dK @ W_k.T + dV @ W_v.T.",
+            lambda *a, mask=None: _mha_grads(*a, mask, dX_paths="QK")),
+    Mistake("dX used the weight matrices without transposing them: Q = X @ W_q gives "
+            "dX = dQ @ W_q.T (and the same for K and V).",
+            lambda *a, mask=None: _mha_grads(*a, mask, dX_W_T=False)),
+    Mistake("dX has only the last head's contribution: every head read from X, so the "
+            "heads' contributions must be summed (merging the heads' dQ and then "
+            "multiplying by W_q.T does that for you).",
+            lambda *a, mask=None: _mha_grads(*a, mask, heads="last")),
+    Mistake("the heads' contributions to dX were averaged: they must be summed (every head "
+            "read from X in full, so each adds its own gradient).",
+            lambda *a, mask=None: _mha_grads(*a, mask, heads="mean")),
+    Mistake("the backward pass ran on the merged Q, K, V as one single head (one softmax "
+            "over d_model): split them into heads, as the forward pass does, and run "
+            "attention_backward on each head's (n, d_head) arrays.",
+            lambda *a, mask=None: _mha_grads(*a, mask, one_head=True)),
+    Mistake("the heads' 1/sqrt(d_head) is missing from dQ and dK: attention_backward on each "
+            "head's arrays puts it in (it reads d_head from the head's Q).",
+            lambda *a, mask=None: _mha_grads(*a, mask, scale=False)),
+    Mistake("the gradient of the merged heads was split without transposing (a plain "
+            "reshape to (num_heads, n, d_head)): the backward of merge_heads is split_heads.",
+            lambda *a, mask=None: _mha_grads(*a, mask, split_back=_split_no_transpose)),
+    Mistake("the heads' dQ, dK, dV were merged without transposing (a plain reshape to "
+            "(n, d_model)): the backward of split_heads is merge_heads.",
+            lambda *a, mask=None: _mha_grads(*a, mask, merge_back=_merge_no_transpose)),
+    Mistake("the mask was ignored: recompute the forward pass with the same mask (a masked "
+            "weight is 0 and passes no gradient).",
+            lambda *a, mask=None: _mha_grads(*a, mask, use_mask=False)),
+]
+
+
+EXERCISES = [
+    Exercise(
+        name="softmax_backward",
+        lesson=LESSON,
+        reference=reference.softmax_backward,
+        make_cases=make_softmax_backward_cases,
+        mistakes=SOFTMAX_BACKWARD_MISTAKES,
+        outputs=("dx",),
+        rtol=1e-6,
+        atol=1e-10,
+    ),
+    Exercise(
+        name="attention_backward",
+        lesson=LESSON,
+        reference=reference.attention_backward,
+        make_cases=make_attention_backward_cases,
+        mistakes=ATTENTION_BACKWARD_MISTAKES,
+        outputs=("dQ", "dK", "dV"),
+        rtol=1e-6,
+        atol=1e-10,
+    ),
+    Exercise(
+        name="numerical_gradient",
+        lesson=LESSON,
+        reference=reference.numerical_gradient,
+        make_cases=make_numerical_gradient_cases,
+        mistakes=NUMERICAL_GRADIENT_MISTAKES,
+        outputs=("gradient",),
+        rtol=1e-6,
+        atol=1e-8,
+    ),
+    Exercise(
+        name="multi_head_attention_backward",
+        lesson=LESSON,
+        reference=reference.multi_head_attention_backward,
+        make_cases=make_mha_backward_cases,
+        mistakes=MHA_BACKWARD_MISTAKES,
+        outputs=("gradients",),
+        rtol=1e-6,
+        atol=1e-10,
+    ),
+]
