@@ -5,7 +5,7 @@
 The notebook checks (:mod:`helpers.checks`) and the grader both read from here.
 """
 
-from . import lesson01, lesson02, lesson03, lesson04, lesson05, lesson06, lesson07
+from . import lesson01, lesson02, lesson03, lesson04, lesson05, lesson06, lesson07, lesson08
 
 LESSONS = {
     "01_qkv_projections": lesson01.EXERCISES,
@@ -15,6 +15,7 @@ LESSONS = {
     "05_complexity": lesson05.EXERCISES,
     "06_tiled_attention": lesson06.EXERCISES,
     lesson07.LESSON: lesson07.EXERCISES,
+    lesson08.LESSON: lesson08.EXERCISES,
 }
 
 EXERCISES = {exercise.name: exercise for exercises in LESSONS.values() for exercise in exercises}
