@@ -1,16 +1,17 @@
 """Lesson 08's synthetic corpus: short sentences in which a pronoun refers to a noun.
 
-Every sentence has ten words, two nouns and one pronoun, like lesson 01's
+Every sentence has ten words, two nouns and one pronoun, shaped like lesson 01's
 "the cat sat on the mat because it was tired". The two nouns are of different
 kinds -- a man, a woman or a thing -- and the pronoun (he, she, it) agrees with
 exactly one of them::
 
-    the king sat on the box because he was tired      -> he  = king
-    when the girl met the dog it was so happy         -> it  = dog
+    the king sat on the box because he was tired       he  -> king
+    the girl met the dog when it was so happy          it  -> dog
 
 So which noun the pronoun means is decided by agreement alone: a single attention
 layer can learn it (the query of "he" looks for the key of a man). The adjective
-at the end is drawn at random and tells nothing.
+at the end is drawn at random and tells nothing. The subject is always the first
+noun, the second word.
 
 Held-out split: a fifth of the *pairs of nouns* never appear together in a
 training sentence. Every noun is seen in training (with other partners), but a
@@ -64,12 +65,15 @@ class Split:
     targets : int ndarray, shape (N, 2)
         Positions of the pronoun's noun (column 0) and of the sentence's subject, the
         first noun (column 1). They are the same word when the pronoun means the subject.
+    nouns : int ndarray, shape (N, 2)
+        Positions of the first and the second noun.
     """
 
     sentences: list
     tokens: np.ndarray
     query: np.ndarray
     targets: np.ndarray
+    nouns: np.ndarray
 
     def __len__(self):
         return len(self.sentences)
@@ -99,12 +103,12 @@ def vocabulary():
 
 
 def _sentence(template, a, b, adjective, referent):
-    """The sentence, its pronoun's position and the positions of (its noun, the subject)."""
+    """The sentence; its pronoun's position; positions of (its noun, the subject); of the nouns."""
     text = template.format(a=a, b=b, p=PRONOUN[referent], adj=adjective)
     # The positions of {a}, {b} and {p} in the template (each fills exactly one word).
     slots = template.split()
     pos_a, pos_b, pos_p = slots.index("{a}"), slots.index("{b}"), slots.index("{p}")
-    return text, pos_p, (pos_a if referent == a else pos_b, pos_a)
+    return text, pos_p, (pos_a if referent == a else pos_b, pos_a), (pos_a, pos_b)
 
 
 def sentence_choices(a, b):
@@ -125,11 +129,13 @@ def sentence_choices(a, b):
 
 def _split(rows, vocab):
     index = {w: i for i, w in enumerate(vocab)}
-    sentences = [text for text, _, _ in rows]
+    sentences = [text for text, _, _, _ in rows]
     tokens = np.array([[index[w] for w in text.split()] for text in sentences])
-    query = np.array([p for _, p, _ in rows])
-    targets = np.array([t for _, _, t in rows])
-    return Split(sentences, tokens.reshape(-1, SENTENCE_LENGTH), query, targets.reshape(-1, 2))
+    query = np.array([p for _, p, _, _ in rows], dtype=int)
+    targets = np.array([t for _, _, t, _ in rows], dtype=int)
+    nouns = np.array([nn for _, _, _, nn in rows], dtype=int)
+    return Split(sentences, tokens.reshape(-1, SENTENCE_LENGTH), query,
+                 targets.reshape(-1, 2), nouns.reshape(-1, 2))
 
 
 def make_corpus(seed=0, heldout_fraction=HELDOUT_FRACTION):

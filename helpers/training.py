@@ -188,7 +188,7 @@ def sample_batch(split, rng, batch_size=BATCH_SIZE):
     """``batch_size`` sentences of ``split``, drawn at random (with replacement)."""
     pick = rng.integers(0, len(split), size=batch_size)
     return corpus_module.Split([split.sentences[i] for i in pick], split.tokens[pick],
-                               split.query[pick], split.targets[pick])
+                               split.query[pick], split.targets[pick], split.nouns[pick])
 
 
 def evaluate(params, split, num_heads, scale=True):

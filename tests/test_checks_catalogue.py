@@ -1,4 +1,4 @@
-"""Over the whole catalogue of lessons 04-06: each known mistake is told apart from the others.
+"""Over the whole catalogue of lessons 04-06 and 08: each known mistake is told apart from the others.
 
 Running a catalogued mistake's own function through the check must give that mistake's
 message (not an earlier one's), on the visible cases and on the grader's hidden cases;
@@ -11,7 +11,7 @@ import pytest
 from helpers.checking import evaluate
 from helpers.exercises import LESSONS
 
-LESSONS_HERE = ["04_multi_head", "05_complexity", "06_tiled_attention"]
+LESSONS_HERE = ["04_multi_head", "05_complexity", "06_tiled_attention", "08_training"]
 EXERCISES = [e for lesson in LESSONS_HERE for e in LESSONS[lesson]]
 
 
