@@ -20,7 +20,10 @@ something crashes). Timings depend on the machine and on what else runs on it.
    evaluation included), steps per second, held-out accuracy. Target: <= 10 s to >= 0.95.
    Then the two-relation task with two heads over several seeds: accuracy and whether each
    relation has its own head (>= 0.6 of that head's weight), seed by seed.
-4. Each lesson's Run All time: ``notebooks/*.ipynb`` executed with nbclient in a fresh
+4. One step of each lesson's slider (lesson 02's d_k, lesson 03's query of "sat", lesson
+   04's head count), built by the same ``helpers`` calls the lessons make: median time
+   per value. Target: well under 0.2 s.
+5. Each lesson's Run All time: ``notebooks/*.ipynb`` executed with nbclient in a fresh
    kernel, kernel start included.
 """
 
@@ -49,6 +52,7 @@ TARGET_MEMORY = 0.10
 TARGET_TIME = 2.0
 TARGET_RUN_ALL = 10.0       # seconds: every untouched student notebook, well under this ...
 RUN_ALL_TARGETS = {"08_training.ipynb": 60.0}   # ... but the one that trains models
+TARGET_SLIDER = 0.2         # seconds: one slider step
 TRAINING = dict(steps=None, seeds=range(6))      # None: the task's default number of steps
 TARGET_TRAINING_TIME = 10.0
 TARGET_ACCURACY = 0.95
@@ -202,9 +206,9 @@ def bench_training(repeat):
     return met
 
 
-# --------------------------------------------------------------------------- 4
+# --------------------------------------------------------------------------- 5
 def bench_notebooks(timeout):
-    print(f"\n4. Run All of each student notebook (fresh kernel, kernel start included; "
+    print(f"\n5. Run All of each student notebook (fresh kernel, kernel start included; "
           f"target well under {TARGET_RUN_ALL:.0f} s, lesson 08 under "
           f"{RUN_ALL_TARGETS['08_training.ipynb']:.0f} s)")
     try:
@@ -237,6 +241,52 @@ def bench_notebooks(timeout):
               f"{verdict(seconds < target) if status == 'ok' else ''}")
 
 
+# --------------------------------------------------------------------------- 4
+def slider_steps():
+    """``{slider name: (redraw, values)}``: each lesson's slider, as the lesson builds it."""
+    import matplotlib
+    matplotlib.use("Agg")
+    from helpers import data, plots, widgets
+
+    words = data.tokens(data.IT_SENTENCE)
+    fig, update, animated = plots.dk_figure(words, reference.softmax)
+    d_k = widgets.dk_slider()
+    _, dk_redraw = widgets.live_figure(fig, update, animated=animated, d_k=d_k)
+
+    cat = data.tokens(data.CAT_SAT)
+    Q = np.array([[0.0, 0.0], [0.0, 1.4], [2.0, 1.0]])
+    K = np.array([[0.0, 0.0], [1.38, 0.0], [0.0, 1.0]])
+    V = np.array([[0.0, 0.0, 1.0], [1.0, 0.0, 0.0], [0.0, 1.0, 0.0]])
+    fig, update, animated = plots.query_figure(
+        Q, K, V, cat, ["animal", "action", "article"], "sat",
+        lambda q, k: reference.softmax(reference.attention_scores(q, k)))
+    noun = widgets.choice_slider([0.0, 2.0, 5.0], 2.0, "noun")
+    _, sat_redraw = widgets.live_figure(fig, lambda noun: update(noun, 1.0), animated=animated,
+                                        noun=noun)
+
+    X = data.embed(words, d_model=64)
+    W = [1.5 * data.weight_matrix(64, 64, seed=s) for s in (10, 11, 12, 13)]
+    heads_box, heads_redraw = widgets.head_count_explorer(reference.multi_head_attention, X, *W,
+                                                          words, value=8)
+    return {"lesson 02, d_k": (lambda v: dk_redraw(d_k=v), list(d_k.options)),
+            "lesson 03, sat's query": (lambda v: sat_redraw(noun=v), list(noun.options)),
+            "lesson 04, heads": (heads_redraw, list(heads_box.children[0].options))}
+
+
+def bench_sliders(repeat):
+    print(f"\n4. One slider step (median of {repeat}; target well under "
+          f"{1000 * TARGET_SLIDER:.0f} ms)")
+    worst = 0.0
+    for name, (redraw, values) in slider_steps().items():
+        times = {v: float(np.median([timed(lambda: redraw(v)) for _ in range(repeat)]))
+                 for v in values}
+        worst = max(worst, *times.values())
+        shown = ", ".join(f"{v}: {1000 * t:.0f}" for v, t in times.items())
+        print(f"   {name:<24} ms per step   {shown}")
+    print(f"   slowest step {1000 * worst:.0f} ms: {verdict(worst < TARGET_SLIDER)}")
+    return worst < TARGET_SLIDER
+
+
 def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--repeat", type=int, default=7, help="timed runs per measurement")
@@ -247,7 +297,8 @@ def main(argv=None):
     machine()
     results = {"multi-head share of peak": bench_multi_head(args.repeat),
                "online softmax attention": bench_online(args.repeat),
-               "lesson 08 training": bench_training(min(args.repeat, 3))}
+               "lesson 08 training": bench_training(min(args.repeat, 3)),
+               "slider steps": bench_sliders(args.repeat)}
     if not args.no_notebooks:
         bench_notebooks(args.timeout)
     print("\nsummary: " + "; ".join(f"{name}: {verdict(ok)}" for name, ok in results.items()))

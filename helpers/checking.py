@@ -14,6 +14,8 @@ the tolerances stated on the exercise.
 
 import copy
 import inspect
+import itertools
+import types
 import warnings
 from dataclasses import dataclass, field
 from typing import Callable, Optional
@@ -80,6 +82,14 @@ class Exercise:
         Run on an answer whose values already match the reference; returns a
         message when something beyond the values is wrong (e.g. a mask that
         must be boolean), else None.
+    float32_ok : bool
+        Whether a float32 (or float16) answer to float64 inputs passes when it
+        agrees within float32's precision (:data:`FLOAT32_RTOL`). If False, such
+        an answer is told that its dtype is the problem. Say which in the lesson.
+    inspect : callable (fn) -> str or None, optional
+        Run once on a function whose values are right on every case; returns a
+        message when *how* it works breaks the exercise's rules (e.g. it builds
+        the whole score grid where only blocks are allowed), else None.
     """
 
     name: str
@@ -91,6 +101,8 @@ class Exercise:
     rtol: float = 1e-6
     atol: float = 1e-9
     validate: Optional[Callable] = None
+    float32_ok: bool = False
+    inspect: Optional[Callable] = None
 
     def cases(self, hidden=False):
         """The visible (``hidden=False``) or grading (``hidden=True``) cases."""
@@ -124,10 +136,52 @@ def describe_case(case):
     return ", ".join(parts)
 
 
-def difference(got, expected, name, rtol, atol):
+#: How closely a float32 answer must match a float64 reference: float32 keeps about 7
+#: significant digits, and a sum of many float32 products loses a few more.
+FLOAT32_RTOL = 1e-4
+
+
+def _float32_close(got_arr, exp_arr):
+    """Whether two arrays agree within float32 precision (relative to the largest entry)."""
+    finite = np.abs(exp_arr[np.isfinite(exp_arr)])
+    scale = max(1.0, float(finite.max())) if finite.size else 1.0
+    return np.allclose(got_arr, exp_arr, rtol=FLOAT32_RTOL, atol=FLOAT32_RTOL * 0.1 * scale,
+                       equal_nan=True)
+
+
+def _number(value, other):
+    """``value`` with enough digits to differ visibly from ``other``."""
+    for digits in (6, 10, 17):
+        if f"{value:.{digits}g}" != f"{other:.{digits}g}":
+            break
+    return f"{value:.{digits}g}"
+
+
+def _in_order(got, expected, names, rtol, atol):
+    """When ``got`` holds the expected values in another order, say so; else None."""
+    if len(expected) < 2 or len(expected) > 4:
+        return None
+    for order in itertools.permutations(range(len(expected))):
+        if order == tuple(range(len(expected))):
+            continue
+        if all(difference(got[k], expected[i], names[i], rtol, atol) is None
+               for i, k in enumerate(order)):
+            returned = [None] * len(expected)
+            for i, k in enumerate(order):
+                returned[k] = names[i]
+            return (f"the values are in the wrong order: it returned ({', '.join(returned)}); "
+                    f"return ({', '.join(names)}), in that order.")
+    return None
+
+
+def difference(got, expected, name, rtol, atol, float32_ok=False):
     """Describe how ``got`` differs from ``expected``, or return None if they agree.
 
-    Handles arrays, numbers, tuples of arrays and dicts of numbers.
+    Handles arrays, numbers, tuples of arrays and dicts of numbers. Where the
+    reference returns an array, ``got`` must be a NumPy array too (a nested list
+    is refused: later cells use array operations on it). A float32 ``got`` against
+    a float64 ``expected`` passes within float32's precision when ``float32_ok``;
+    otherwise, if only float32 rounding separates them, the message says dtype.
     """
     if isinstance(expected, dict):
         if not isinstance(got, dict):
@@ -135,7 +189,7 @@ def difference(got, expected, name, rtol, atol):
         if set(got) != set(expected):
             return f"{name} should have the keys {sorted(expected)}, got {sorted(got)}"
         for key in expected:
-            diff = difference(got[key], expected[key], f"{name}[{key!r}]", rtol, atol)
+            diff = difference(got[key], expected[key], f"{name}[{key!r}]", rtol, atol, float32_ok)
             if diff:
                 return diff
         return None
@@ -146,12 +200,16 @@ def difference(got, expected, name, rtol, atol):
             return f"should return {len(expected)} values, got {len(got)}"
         names = name if isinstance(name, tuple) else tuple(f"value {i}" for i in range(len(expected)))
         for g, e, n in zip(got, expected, names):
-            diff = difference(g, e, n, rtol, atol)
+            diff = difference(g, e, n, rtol, atol, float32_ok)
             if diff:
-                return diff
+                return _in_order(got, expected, names, rtol, atol) or diff
         return None
     if got is None:
         return f"{name} is None: did you forget to `return` it?"
+    if isinstance(expected, np.ndarray) and expected.ndim > 0 and not isinstance(got, np.ndarray):
+        return (f"{name} is a {type(got).__name__}, not a NumPy array: return an array "
+                f"(e.g. wrap it in np.array(...)). The lesson's later cells use array "
+                f"operations on it (.shape, .T, ~, @).")
     try:
         got_arr = np.asarray(got, dtype=float)
     except (TypeError, ValueError):
@@ -167,15 +225,27 @@ def difference(got, expected, name, rtol, atol):
         return f"{name} contains NaN ({int(bad_nan.sum())} entries) where it should be numbers"
     bad_inf = np.isinf(got_arr) & ~np.isinf(exp_arr)
     if bad_inf.any():
+        if (got_arr[bad_inf] < 0).all():
+            return (f"{name} contains -inf ({int(bad_inf.sum())} entries) where it should be "
+                    f"finite numbers")
         return f"{name} contains inf ({int(bad_inf.sum())} entries): an overflow?"
-    if not np.allclose(got_arr, exp_arr, rtol=rtol, atol=atol, equal_nan=True):
-        err = np.abs(np.nan_to_num(got_arr - exp_arr))
-        where = np.unravel_index(np.argmax(err), err.shape) if err.ndim else ()
-        at = f" at index {tuple(int(i) for i in where)}" if where else ""
-        return (f"{name} has the right shape but wrong values: largest difference "
-                f"{float(err.max()):.3g}{at} (got {float(got_arr[where]):.6g}, "
-                f"expected {float(exp_arr[where]):.6g})")
-    return None
+    if np.allclose(got_arr, exp_arr, rtol=rtol, atol=atol, equal_nan=True):
+        return None
+    got_dtype, exp_dtype = getattr(got, "dtype", None), getattr(expected, "dtype", None)
+    lower_precision = (got_dtype is not None and exp_dtype is not None and got_dtype.kind == "f"
+                       and exp_dtype.kind == "f" and got_dtype.itemsize < exp_dtype.itemsize)
+    if lower_precision and _float32_close(got_arr, exp_arr):
+        if float32_ok:
+            return None
+        return (f"{name} is {got_dtype}, but the inputs are {exp_dtype}: the values agree only to "
+                f"{got_dtype}'s precision. Keep the inputs' dtype (leave out the conversion to "
+                f"{got_dtype}).")
+    err = np.abs(np.nan_to_num(got_arr - exp_arr))
+    where = np.unravel_index(np.argmax(err), err.shape) if err.ndim else ()
+    at = f" at index {tuple(int(i) for i in where)}" if where else ""
+    g, e = float(got_arr[where]), float(exp_arr[where])
+    return (f"{name} has the right shape but wrong values: largest difference "
+            f"{float(err.max()):.3g}{at} (got {_number(g, e)}, expected {_number(e, g)})")
 
 
 def _call_on_copies(fn, case):
@@ -194,6 +264,13 @@ def _call_on_copies(fn, case):
     with warnings.catch_warnings(), np.errstate(all="ignore"):
         warnings.simplefilter("ignore")
         return fn(*args, **kwargs), args, kwargs
+
+
+def _quietly(fn, *args):
+    """``fn(*args)`` with NumPy warnings silenced."""
+    with warnings.catch_warnings(), np.errstate(all="ignore"):
+        warnings.simplefilter("ignore")
+        return fn(*args)
 
 
 def _quiet_call(fn, case):
@@ -232,13 +309,14 @@ def diagnose(exercise, got, case):
             wrong = _quiet_call(mistake.fn, case)
         except Exception:  # a mistake that cannot run on this case says nothing about it
             continue
-        if difference(got, wrong, _names(exercise), exercise.rtol, exercise.atol) is None:
+        if difference(got, wrong, _names(exercise), exercise.rtol, exercise.atol,
+                      exercise.float32_ok) is None:
             return mistake.message
     return None
 
 
 # ----------------------------------------------------------------- evaluating
-def evaluate(exercise, fn, cases=None, stop_at_first_failure=False):
+def evaluate(exercise, fn, cases=None, stop_at_first_failure=False, blame_helpers=True):
     """Run ``fn`` on the exercise's cases and compare with the reference.
 
     Parameters
@@ -251,6 +329,10 @@ def evaluate(exercise, fn, cases=None, stop_at_first_failure=False):
     stop_at_first_failure : bool
         Stop after the first wrong case (the notebook check does; the grader
         does not, for partial credit).
+    blame_helpers : bool
+        When ``fn`` fails, look for another exercise function it calls (e.g. the
+        learner's own ``softmax`` inside ``scaled_dot_product_attention``) that
+        fails its own check, and name it (see :func:`blame_helper`).
 
     Returns
     -------
@@ -263,44 +345,126 @@ def evaluate(exercise, fn, cases=None, stop_at_first_failure=False):
         return report
     unfinished = []   # cases on which fn raised NotImplementedError
     for case in cases:
-        expected = _quiet_call(exercise.reference, case)
-        try:
-            got, args, kwargs = _call_on_copies(fn, case)
-        except NotImplementedError:
+        message = _failure(exercise, fn, case)
+        if message is _UNFINISHED:
             unfinished.append(case)
-            continue
-        except Exception as exc:  # the learner's code raised: say what and where
-            report.failures.append(
-                f"on input {describe_case(case)} it raised {type(exc).__name__}: {exc}")
-            if stop_at_first_failure:
-                return report
-            continue
-        changed = changed_inputs(exercise, case, args, kwargs)
-        if changed:
-            report.failures.append(
-                f"on input {describe_case(case)}: it changed its input {' and '.join(changed)} "
-                f"in place (an operation such as `x -= ...` or `x /= ...` writes into the caller's "
-                f"array). Leave the inputs as they were: compute into a new array instead.")
-            if stop_at_first_failure:
-                return report
-            continue
-        diff = difference(got, expected, _names(exercise), exercise.rtol, exercise.atol)
-        if diff is None and exercise.validate is not None:
-            diff = exercise.validate(got, case)
-        if diff is None:
+        elif message is None:
             report.passed += 1
-            continue
-        message = diagnose(exercise, got, case) or diff
-        report.failures.append(f"on input {describe_case(case)}: {message}")
-        if stop_at_first_failure:
-            return report
+        else:
+            report.failures.append(message)
+            if stop_at_first_failure:
+                break
     if unfinished and len(unfinished) == len(cases):
         report.not_attempted = True      # the untouched stub: it raises on every input
-    else:
-        report.failures += [
-            f"on input {describe_case(case)} it raised NotImplementedError: it works on other "
-            f"inputs, but this case is not written yet" for case in unfinished]
+        return report
+    report.failures += [
+        f"on input {describe_case(case)} it raised NotImplementedError: it works on other "
+        f"inputs, but this case is not written yet" for case in unfinished]
+    if not report.failures and exercise.inspect is not None:
+        message = _quietly(exercise.inspect, fn)
+        if message:
+            report.passed -= 1           # right values, but not the way the exercise asks
+            report.failures.append(message)
+    if report.failures and blame_helpers:
+        blame = blame_helper(exercise, fn, cases)
+        if blame:
+            report.failures[0] = blame
     return report
+
+
+_UNFINISHED = object()   # what _failure returns when fn raised NotImplementedError
+
+
+def _failure(exercise, fn, case):
+    """What is wrong with ``fn`` on one case: a message, None if right, or ``_UNFINISHED``."""
+    expected = _quiet_call(exercise.reference, case)
+    try:
+        got, args, kwargs = _call_on_copies(fn, case)
+    except NotImplementedError:
+        return _UNFINISHED
+    except Exception as exc:  # the learner's code raised: say what and where
+        return f"on input {describe_case(case)} it raised {type(exc).__name__}: {exc}"
+    changed = changed_inputs(exercise, case, args, kwargs)
+    if changed:
+        return (f"on input {describe_case(case)}: it changed its input {' and '.join(changed)} "
+                f"in place (an operation such as `x -= ...` or `x /= ...` writes into the caller's "
+                f"array). Leave the inputs as they were: compute into a new array instead.")
+    diff = difference(got, expected, _names(exercise), exercise.rtol, exercise.atol,
+                      exercise.float32_ok)
+    if diff is None and exercise.validate is not None:
+        diff = exercise.validate(got, case)
+    if diff is None:
+        return None
+    return f"on input {describe_case(case)}: {diff_or_mistake(exercise, got, case, diff)}"
+
+
+def diff_or_mistake(exercise, got, case, diff):
+    """The known mistake that ``got`` matches, else the generic difference ``diff``."""
+    return diagnose(exercise, got, case) or diff
+
+
+# ----------------------------------------------------------------- helpers it calls
+def _catalogue():
+    """The exercise catalogue (imported here: :mod:`helpers.exercises` imports this module)."""
+    from .exercises import EXERCISES
+    return EXERCISES
+
+
+def called_names(fn):
+    """The global names ``fn``'s code uses (its nested functions' too), in order of first use."""
+    names, todo = [], [getattr(fn, "__code__", None)]
+    while todo:
+        code = todo.pop(0)
+        if code is None:
+            continue
+        names += [n for n in code.co_names if n not in names]
+        todo += [c for c in code.co_consts if inspect.iscode(c)]
+    return names
+
+
+def with_global(fn, name, value):
+    """A copy of the function ``fn`` that sees ``value`` under the global ``name``."""
+    namespace = dict(fn.__globals__)
+    namespace[name] = value
+    copied = types.FunctionType(fn.__code__, namespace, fn.__name__, fn.__defaults__,
+                                fn.__closure__)
+    copied.__kwdefaults__ = fn.__kwdefaults__
+    return copied
+
+
+def blame_helper(exercise, fn, cases, catalogue=None):
+    """When ``fn`` calls another exercise's function that is wrong, a message naming it.
+
+    A learner's ``scaled_dot_product_attention`` calls their own ``softmax``; if
+    that ``softmax`` fails its check, the attention's failure is (at least partly)
+    the softmax's. This looks for such a helper among the global names ``fn``
+    uses, checks it on its own exercise's visible cases, and if it fails, runs
+    ``fn`` again with the reference helper in its place.
+
+    Returns
+    -------
+    str or None
+        None when no helper ``fn`` calls is wrong.
+    """
+    catalogue = _catalogue() if catalogue is None else catalogue
+    namespace = getattr(fn, "__globals__", {})
+    for name in called_names(fn):
+        if name == exercise.name or name not in catalogue or name not in namespace:
+            continue
+        helper, other = namespace[name], catalogue[name]
+        if not callable(helper) or helper is other.reference:
+            continue
+        own = evaluate(other, helper, stop_at_first_failure=True, blame_helpers=False)
+        if own.ok or own.not_attempted:
+            continue
+        fixed = evaluate(exercise, with_global(fn, name, other.reference), cases,
+                         stop_at_first_failure=True, blame_helpers=False)
+        if fixed.ok:
+            return (f"is right itself, but the {name} it calls is not: {name} {own.failures[0]} "
+                    f"Fix {name} (and run its check cell), then run this check again.")
+        return (f"{fixed.failures[0]} (Also, the {name} it calls fails its own check: fix "
+                f"{name} first, then run this check again.)")
+    return None
 
 
 # ----------------------------------------------------------------- in a notebook

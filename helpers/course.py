@@ -1,4 +1,4 @@
-"""Where the course lives: its repository address, kept in this ONE place.
+"""Where the course lives: its repository address, kept in this ONE place, and its lessons.
 
 Every notebook's "Open in Colab" badge and its setup cell are written from
 :data:`REPOSITORY` by ``python -m helpers.instructor.student`` (``make student``).
@@ -6,8 +6,13 @@ To move the course, change the address here, run ``make student`` and commit
 ``solutions/`` and ``notebooks/``; ``tests/test_colab_setup.py`` fails if any
 notebook still carries an old address.
 
+The lessons are the notebooks in ``solutions/``: :func:`lessons` lists them, so
+adding a lesson is adding its notebook (see CONTRIBUTING.md).
+
 This module uses the standard library only: it must import anywhere.
 """
+
+from pathlib import Path
 
 #: The public Git repository of the course (GitHub: the Colab and Binder links need it).
 REPOSITORY = "https://github.com/attention-course/self-attention-multi-head"
@@ -16,6 +21,18 @@ BRANCH = "main"
 
 COLAB_BADGE_IMAGE = "https://colab.research.google.com/assets/colab-badge.svg"
 BINDER_BADGE_IMAGE = "https://mybinder.org/badge_logo.svg"
+
+#: The folder that holds ``helpers/``, ``solutions/`` and ``notebooks/`` in a checkout.
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def lessons(solutions=ROOT / "solutions"):
+    """The course's lessons, in order: the file stems of the notebooks in ``solutions``.
+
+    ``["01_qkv_projections", "02_scaled_scores", ...]``. A lesson need not have
+    exercises; :data:`helpers.exercises.LESSONS` lists the ones that do.
+    """
+    return sorted(path.stem for path in Path(solutions).glob("*.ipynb"))
 
 
 def github_path(repository=REPOSITORY):
@@ -55,10 +72,15 @@ def binder_badge(path="notebooks", repository=REPOSITORY, branch=BRANCH):
     return f"[![Binder]({BINDER_BADGE_IMAGE})]({binder_url(path, repository, branch)})"
 
 
-SETUP_MARKER = "# Setup: make the course's `helpers` package importable"
+SETUP_TITLE = "# @title Setup: run this cell first (it makes the course's `helpers` importable)"
+"""The setup cell's first line. Colab shows a cell whose first line is ``# @title ...`` as a
+form: the title, with the code folded away (``SETUP_METADATA`` asks for that too)."""
 
-_SETUP_CELL = '''\
-# Setup: make the course's `helpers` package importable: in a checkout of the course
+SETUP_METADATA = {"cellView": "form", "jupyter": {"source_hidden": True}}
+"""The setup cell's metadata: a form in Colab, the code collapsed in JupyterLab."""
+
+_SETUP_CELL = SETUP_TITLE + '''
+# Makes the course's `helpers` package importable: in a checkout of the course
 # (with or without `pip install -e .`), on Binder, and in Google Colab.
 import sys
 from pathlib import Path
@@ -88,14 +110,21 @@ def setup_cell_source(repository=REPOSITORY):
     return _SETUP_CELL.format(repository=repository, folder=folder_name(repository))
 
 
-def readme_badges(lessons=()):
-    """Markdown for the README: the Binder badge, then one Colab badge per lesson file name."""
-    lines = [binder_badge("notebooks")]
-    lines += [f"- `{name}`: {colab_badge(f'notebooks/{name}')}" for name in lessons]
-    return "\n".join(lines)
+def next_lesson_line(text, target, path):
+    """The "Next:" line of a lesson: a relative link, and the same lesson opened in Colab.
 
+    A relative link works in JupyterLab and on GitHub; Colab opens a notebook from its
+    address, so the line carries both.
 
-if __name__ == "__main__":   # python -m helpers.course: the badges to paste into README.md
-    from pathlib import Path
-    print(readme_badges(sorted(p.name for p in (Path(__file__).resolve().parents[1] / "notebooks")
-                               .glob("*.ipynb"))))
+    Parameters
+    ----------
+    text : str
+        The link text, e.g. ``"Lesson 02 — the score grid"``.
+    target : str
+        The next notebook's file name, e.g. ``"02_scaled_scores.ipynb"``.
+    path : str
+        The folder both notebooks sit in, inside the repository: ``"notebooks"`` or ``"solutions"``.
+    """
+    return (f"**Next:** [{text}]({target}) "
+            f"([open it in Colab]({colab_url(f'{path}/{target}')}))")
+

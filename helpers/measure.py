@@ -12,8 +12,8 @@ import tracemalloc
 
 import numpy as np
 
-__all__ = ["median_time", "traced_peak", "format_bytes", "log_log_axes", "median_times",
-           "traced_peaks", "times_table", "crossing", "plot_times", "slider_step_report"]
+__all__ = ["median_time", "traced_peak", "format_bytes", "median_times", "traced_peaks",
+           "times_table", "crossing", "plot_times", "slider_step_report"]
 
 
 def _positive(where, name, value):
@@ -121,31 +121,6 @@ def format_bytes(n):
         if n < 1024 or unit == "TiB":
             return f"{n:.0f} {unit}" if unit == "bytes" else f"{n:.1f} {unit}"
         n /= 1024
-
-
-def log_log_axes(ax, xticks=None):
-    """Put ``ax`` on log-log axes labelled with plain numbers (``64``, ``0.5``), not ``10^k``.
-
-    Power laws are straight lines on log-log axes. Matplotlib's default labels there are
-    typeset formulas, which are slow to draw; plain numbers read as well and draw fast.
-
-    Parameters
-    ----------
-    ax : matplotlib Axes
-    xticks : sequence of numbers, optional
-        Put the x ticks exactly there (e.g. the measured sizes).
-    """
-    from matplotlib.ticker import FuncFormatter, NullFormatter
-
-    ax.set_xscale("log")
-    ax.set_yscale("log")
-    plain = FuncFormatter(lambda value, _: f"{value:g}")
-    for axis in (ax.xaxis, ax.yaxis):
-        axis.set_major_formatter(plain)
-        axis.set_minor_formatter(NullFormatter())
-    if xticks is not None:
-        ax.set_xticks(list(xticks), labels=[f"{v:g}" for v in xticks])
-        ax.xaxis.set_minor_formatter(NullFormatter())
 
 
 def slider_step_report(redraw, values, clock=time.perf_counter, cpu_clock=time.process_time):
@@ -270,6 +245,8 @@ def plot_times(ax, sizes, times, colours, exponents=None, guides=(), title="", x
         Grey lines of slope exactly k through the last point of ``times[name]``.
     title, xlabel : str
     """
+    from .plots import log_axes
+
     markers = "os^vDP*"
     for i, (name, t) in enumerate(times.items()):
         label = name if exponents is None else f"{name}: fitted k = {exponents[name]:.2f}"
@@ -277,7 +254,7 @@ def plot_times(ax, sizes, times, colours, exponents=None, guides=(), title="", x
     for (name, k), style in zip(guides, [":", "--", "-."]):
         guide = 1e3 * times[name][-1] * (np.asarray(sizes) / sizes[-1]) ** k
         ax.plot(sizes, guide, style, color="grey", linewidth=1, label=f"a slope of exactly {k}")
-    log_log_axes(ax, xticks=sizes)
+    log_axes(ax, xticks=sizes)
     ax.set_title(title)
     ax.set_xlabel(xlabel)
     ax.set_ylabel("median time per call (ms)")

@@ -1,7 +1,7 @@
 """Reference implementations of every exercise in the course.
 
 One function per exercise, with the exact name and signature the lessons use
-(see the exercise contract in COURSE.md). They are what the checks compare a
+(see the exercise contract in CONTRIBUTING.md). They are what the checks compare a
 learner's function against, what the lessons fall back on before an exercise is
 solved, and what the grader uses.
 
@@ -12,7 +12,7 @@ the input is wrong. There is no Python loop over heads or rows anywhere; the
 online-softmax attention loops over key blocks only.
 
 Read top to bottom, this file is the whole of scaled dot-product and multi-head
-attention in about a hundred lines of NumPy.
+attention in NumPy; the input checks it calls are in :mod:`helpers.validation`.
 """
 
 import numpy as np
@@ -28,9 +28,12 @@ from .validation import (
 
 __all__ = [
     "project_qkv",
+    "cross_project_qkv",
     "attention_scores",
+    "score_std",
     "softmax",
     "causal_mask",
+    "causal_mask_for_new_tokens",
     "scaled_dot_product_attention",
     "split_heads",
     "split_heads_batched",
@@ -45,6 +48,7 @@ __all__ = [
     "attention_backward",
     "numerical_gradient",
     "multi_head_attention_backward",
+    "adam_step",
 ]
 
 
@@ -87,6 +91,34 @@ def project_qkv(X, W_q, W_k, W_v):
     return Q, K, V
 
 
+def cross_project_qkv(X_q, X_kv, W_q, W_k, W_v):
+    """Cross-attention's projections: queries from one sequence, keys and values from another.
+
+    Parameters
+    ----------
+    X_q : ndarray, shape (..., n_q, d_model)
+        The tokens that ask (e.g. a translation being written).
+    X_kv : ndarray, shape (..., n_k, d_model)
+        The tokens that are looked at (e.g. the sentence being translated).
+    W_q, W_k : ndarray, shape (d_model, d_k)
+    W_v : ndarray, shape (d_model, d_v)
+
+    Returns
+    -------
+    Q : ndarray, shape (..., n_q, d_k)   -- ``X_q @ W_q``
+    K : ndarray, shape (..., n_k, d_k)   -- ``X_kv @ W_k``
+    V : ndarray, shape (..., n_k, d_v)   -- ``X_kv @ W_v``
+    """
+    where = "cross_project_qkv"
+    X_q = as_float_array(where, "X_q", X_q, min_ndim=2)
+    X_kv = as_float_array(where, "X_kv", X_kv, min_ndim=2)
+    same_size(where, "X_q", X_q.shape[-1], "X_kv", X_kv.shape[-1], "d_model",
+              f"X_q {shape_str(X_q.shape)}, X_kv {shape_str(X_kv.shape)}")
+    Q, _, _ = project_qkv(X_q, W_q, W_k, W_v)      # (..., n_q, d_k)
+    _, K, V = project_qkv(X_kv, W_q, W_k, W_v)     # (..., n_k, d_k), (..., n_k, d_v)
+    return Q, K, V
+
+
 # --------------------------------------------------------------------------- 02
 def _check_qk(where, Q, K):
     Q = as_float_array(where, "Q", Q, min_ndim=2)
@@ -95,6 +127,15 @@ def _check_qk(where, Q, K):
               f"Q {shape_str(Q.shape)}, K {shape_str(K.shape)}")
     batch_shape(where, {"Q": Q, "K": K})
     return Q, K
+
+
+def _check_qkv(where, Q, K, V):
+    """Check an attention's Q, K and V; return them as float arrays, and their batch shape."""
+    Q, K = _check_qk(where, Q, K)
+    V = as_float_array(where, "V", V, min_ndim=2)
+    same_size(where, "K", K.shape[-2], "V", V.shape[-2], "n_k",
+              f"K {shape_str(K.shape)}, V {shape_str(V.shape)}")
+    return Q, K, V, batch_shape(where, {"Q": Q, "K": K, "V": V})
 
 
 def _scores(Q, K):
@@ -121,6 +162,33 @@ def attention_scores(Q, K):
     """
     Q, K = _check_qk("attention_scores", Q, K)
     return _scores(Q, K)
+
+
+def score_std(d_k, sigma=1.0):
+    """The standard deviation of an unscaled score ``q · k``, before any training.
+
+    For ``q`` and ``k`` with ``d_k`` independent entries of mean 0 and standard
+    deviation ``sigma``: each product ``q_m k_m`` has variance ``sigma**4``, the
+    ``d_k`` variances add up, so ``Var(q · k) = d_k * sigma**4``.
+
+    Parameters
+    ----------
+    d_k : int or ndarray
+        The size of each query and key (positive).
+    sigma : float or ndarray
+        The standard deviation of every entry of q and k (>= 0).
+
+    Returns
+    -------
+    float (or ndarray, broadcast): ``sqrt(d_k) * sigma**2``
+    """
+    d_k, sigma = np.asarray(d_k, dtype=float), np.asarray(sigma, dtype=float)
+    if (d_k <= 0).any():
+        raise ValueError(f"score_std: d_k must be positive, got d_k={d_k.tolist()}")
+    if (sigma < 0).any():
+        raise ValueError(f"score_std: sigma must be >= 0, got sigma={sigma.tolist()}")
+    result = np.sqrt(d_k) * sigma ** 2
+    return float(result) if result.ndim == 0 else result
 
 
 # --------------------------------------------------------------------------- 03
@@ -188,6 +256,25 @@ def causal_mask(n):
     return np.tril(np.ones((n, n), dtype=bool))
 
 
+def causal_mask_for_new_tokens(n_q, n_k):
+    """Causal mask for the last ``n_q`` tokens of a sequence of ``n_k``, as queries.
+
+    Query ``i`` is the token at position ``n_k - n_q + i``: it may attend to the keys
+    ``j <= n_k - n_q + i`` (all the earlier tokens and itself). With ``n_q == n_k``
+    this is :func:`causal_mask`; with ``n_q == 1`` (one new token) every key is allowed.
+
+    Returns
+    -------
+    mask : ndarray of bool, shape (n_q, n_k)
+    """
+    n_q = positive_int("causal_mask_for_new_tokens", "n_q", n_q)
+    n_k = positive_int("causal_mask_for_new_tokens", "n_k", n_k)
+    if n_q > n_k:
+        raise ValueError(f"causal_mask_for_new_tokens: n_q={n_q} new tokens cannot be more than "
+                         f"the n_k={n_k} tokens they belong to")
+    return np.tril(np.ones((n_q, n_k), dtype=bool), k=n_k - n_q)
+
+
 def _attention(Q, K, V, mask=None):
     """Scaled dot-product attention without input checks."""
     scores = _scores(Q, K)                       # (..., n_q, n_k), a fresh array
@@ -215,11 +302,7 @@ def scaled_dot_product_attention(Q, K, V, mask=None):
     weights : ndarray, shape (..., n_q, n_k)
     """
     where = "scaled_dot_product_attention"
-    Q, K = _check_qk(where, Q, K)
-    V = as_float_array(where, "V", V, min_ndim=2)
-    same_size(where, "K", K.shape[-2], "V", V.shape[-2], "n_k",
-              f"K {shape_str(K.shape)}, V {shape_str(V.shape)}")
-    batch = batch_shape(where, {"Q": Q, "K": K, "V": V})
+    Q, K, V, batch = _check_qkv(where, Q, K, V)
     if mask is not None:
         bool_mask(where, mask, batch + (Q.shape[-2], K.shape[-2]))
     return _attention(Q, K, V, mask)
@@ -458,11 +541,7 @@ def _online_attention(Q, K, V, block_size, causal):
 
 
 def _check_online(where, Q, K, V, block_size):
-    Q, K = _check_qk(where, Q, K)
-    V = as_float_array(where, "V", V, min_ndim=2)
-    same_size(where, "K", K.shape[-2], "V", V.shape[-2], "n_k",
-              f"K {shape_str(K.shape)}, V {shape_str(V.shape)}")
-    batch_shape(where, {"Q": Q, "K": K, "V": V})
+    Q, K, V, _ = _check_qkv(where, Q, K, V)
     return Q, K, V, positive_int(where, "block_size", block_size)
 
 
@@ -603,13 +682,9 @@ def attention_backward(Q, K, V, weights, d_out):
         weights) contributes zeros, never NaN.
     """
     where = "attention_backward"
-    Q, K = _check_qk(where, Q, K)
-    V = as_float_array(where, "V", V, min_ndim=2)
+    Q, K, V, batch = _check_qkv(where, Q, K, V)
     weights = as_float_array(where, "weights", weights, min_ndim=2)
     d_out = as_float_array(where, "d_out", d_out, min_ndim=2)
-    same_size(where, "K", K.shape[-2], "V", V.shape[-2], "n_k",
-              f"K {shape_str(K.shape)}, V {shape_str(V.shape)}")
-    batch = batch_shape(where, {"Q": Q, "K": K, "V": V})
     for name, array, last in (("weights", weights, (Q.shape[-2], K.shape[-2])),
                               ("d_out", d_out, (Q.shape[-2], V.shape[-1]))):
         if array.shape != batch + last:
@@ -709,3 +784,41 @@ def multi_head_attention_backward(X, W_q, W_k, W_v, W_o, num_heads, d_out, mask=
         "W_v": _sum_over_batch(X, dV),
         "W_o": _sum_over_batch(merged, d_out),
     }
+
+
+# --------------------------------------------------------------------------- 08
+def adam_step(param, grad, m, v, t, lr=1e-2, beta1=0.9, beta2=0.999, eps=1e-8):
+    """One Adam update of one parameter array (Kingma & Ba, 2015).
+
+    ``m`` and ``v`` are running averages of the gradient and of its square; dividing
+    one by the square root of the other gives every entry a step of about ``lr``,
+    whatever the size of its gradient. The corrections ``1 - beta**t`` undo the
+    averages' start at zero.
+
+    Parameters
+    ----------
+    param, grad, m, v : ndarray, all the same shape
+        The parameter, its gradient, and the two running averages (zeros at first).
+    t : int >= 1
+        The step number, counted from 1.
+    lr, beta1, beta2, eps : float
+        Step size, the averages' decay rates, and what keeps the division finite.
+
+    Returns
+    -------
+    (param, m, v) : new arrays, the same shape and float dtype; the inputs are left as they were.
+    """
+    where = "adam_step"
+    arrays = {name: as_float_array(where, name, a, min_ndim=0)
+              for name, a in (("param", param), ("grad", grad), ("m", m), ("v", v))}
+    for name, a in arrays.items():
+        if a.shape != arrays["param"].shape:
+            raise ValueError(f"{where}: {name} must have the shape of param "
+                             f"{shape_str(arrays['param'].shape)}, got {shape_str(a.shape)}")
+    t = positive_int(where, "t", t)
+    param, grad, m, v = arrays.values()
+    m = beta1 * m + (1 - beta1) * grad                       # average gradient
+    v = beta2 * v + (1 - beta2) * grad ** 2                  # average squared gradient
+    m_hat = m / (1 - beta1 ** t)                             # bias corrections
+    v_hat = v / (1 - beta2 ** t)
+    return param - lr * m_hat / (np.sqrt(v_hat) + eps), m, v

@@ -31,8 +31,6 @@ from . import reference
 # ----------------------------------------------------------------- hyperparameters
 BATCH_SIZE = 16            # sentences per step
 LEARNING_RATE = 1e-2       # Adam's step size at d_model = 32 (see learning_rate)
-BETA1, BETA2 = 0.9, 0.999  # Adam's averaging rates for the gradient and its square
-EPS = 1e-8                 # keeps Adam's division finite
 WEIGHT_DECAY = 0.1         # each step shrinks every parameter by LEARNING_RATE * WEIGHT_DECAY
 CORPUS_SEED = 0            # the train/test split is the same for every run
 TASKS = {
@@ -158,21 +156,10 @@ def loss_and_grads(params, batch, num_heads, scale=True):
 
 
 # ------------------------------------------------------------------- the optimizer
-def adam_step(param, grad, m, v, t, lr=LEARNING_RATE, beta1=BETA1, beta2=BETA2, eps=EPS):
-    """One Adam update of one parameter array. Returns ``(param, m, v)``, all new arrays.
-
-    ``m`` and ``v`` are running averages of the gradient and of its square; dividing
-    one by the square root of the other gives every entry a step of about ``lr``,
-    whatever the size of its gradient. ``t`` counts the steps from 1; the corrections
-    ``1 - beta**t`` undo the averages' start at zero.
-    """
-    m = beta1 * m + (1 - beta1) * grad                        # average gradient
-    v = beta2 * v + (1 - beta2) * grad ** 2                   # average squared gradient
-    m_hat = m / (1 - beta1 ** t)                              # bias corrections
-    v_hat = v / (1 - beta2 ** t)
-    return param - lr * m_hat / (np.sqrt(v_hat) + eps), m, v
-
-
+# Adam is ``reference.adam_step(param, grad, m, v, t, lr)``, five lines (lesson 08's
+# exercise): running averages m of the gradient and v of its square (rates 0.9 and 0.999),
+# bias-corrected, then a step of ``lr * m_hat / (sqrt(v_hat) + 1e-8)``. It returns the new
+# ``(param, m, v)``. Below: the step size it is given at each step.
 def learning_rate(step, steps, d_model):
     """The step size at ``step`` (1 to ``steps``): it falls linearly from its start towards 0.
 
@@ -286,8 +273,8 @@ def train_attention(task, *, num_heads=1, d_model=32, scale=True, steps=None, se
         loss, grads = loss_and_grads(params, batch, num_heads, scale)
         lr = learning_rate(step, steps, d_model)
         for name in params:
-            params[name], m[name], v[name] = adam_step(params[name], grads[name],
-                                                       m[name], v[name], step, lr)
+            params[name], m[name], v[name] = reference.adam_step(params[name], grads[name],
+                                                                 m[name], v[name], step, lr)
             params[name] *= 1 - lr * WEIGHT_DECAY             # weight decay (as AdamW)
         losses.append(loss)
     accuracy, attention = evaluate(params, data.test, num_heads, scale)

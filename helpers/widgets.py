@@ -1,7 +1,9 @@
 """Sliders for the lessons, on the ipywidgets API common to versions 7.7 (Colab) and 8.
 
-Only ``SelectionSlider``, ``interactive_output``, ``VBox``/``HBox``, ``Output`` and
-``Image`` are used, all present in both versions. Each slider redraws one matplotlib figure.
+Only ``SelectionSlider``, ``VBox`` and ``Image`` are used (and a widget's ``observe``),
+all present in both versions. Each slider redraws one matplotlib figure. A function that
+builds a slider is named ``*_slider`` or ``*_explorer``: the real-browser test counts those
+calls in each lesson and moves every slider.
 """
 
 import ipywidgets as widgets
@@ -162,6 +164,70 @@ def live_figure(fig, update, dpi=72, animated=(), **sliders):
         slider.observe(lambda change: redraw(), names="value")
     redraw()
     return widgets.VBox([*sliders.values(), image]), redraw
+
+
+# ----------------------------------------------------------------- the lessons' sliders
+def dk_explorer(words, softmax, value=64, query="it"):
+    """Lesson 02's d_k slider: random scores and one query's weights, with and without √d_k.
+
+    One call in the lesson; the figure (:func:`helpers.plots.dk_figure`) is built once and
+    each step only changes its numbers (see :func:`live_figure`).
+
+    Parameters
+    ----------
+    words : list of str
+        The sentence's tokens.
+    softmax : callable
+        The softmax to use (the learner's, once it passed its check).
+    value : int
+        The d_k shown first (a power of two from 1 to 512).
+
+    Returns
+    -------
+    ipywidgets.VBox
+        The slider and the picture: leave it last in the cell to show it.
+    """
+    from . import plots
+
+    fig, update, animated = plots.dk_figure(words, softmax, query=query)
+    box, _ = live_figure(fig, update, animated=animated, d_k=dk_slider(value=value))
+    return box
+
+
+def query_explorer(Q, K, V, tokens, features, query, weights_of, dims=("noun", "verb"),
+                   steps=None):
+    """Lesson 03's "the cat sat" sliders: set one token's query, watch its weights and output.
+
+    Parameters
+    ----------
+    Q, K, V, tokens, features, query, weights_of
+        As for :func:`helpers.plots.query_figure`.
+    dims : tuple of str
+        A name for each query entry (one slider each), e.g. ``("noun", "verb")``.
+    steps : list of float, optional
+        The values each slider offers; by default -2 to 6 in steps of 0.25.
+
+    Returns
+    -------
+    ipywidgets.VBox
+    """
+    import numpy as np
+
+    from . import plots
+
+    row = tokens.index(query)
+    if len(dims) != np.shape(Q)[1]:
+        raise ValueError(f"query_explorer: {len(dims)} slider names for queries of size "
+                         f"{np.shape(Q)[1]}")
+    steps = [round(float(v), 2) for v in np.arange(-2, 6.01, 0.25)] if steps is None else steps
+    fig, update, animated = plots.query_figure(Q, K, V, tokens, features, query, weights_of)
+    sliders = {}
+    for d, name in enumerate(dims):
+        start = min(steps, key=lambda v: abs(v - float(Q[row][d])))   # the nearest step
+        sliders[name] = choice_slider(steps, start, f"q_{query} {name}")
+    box, _ = live_figure(fig, lambda **values: update(*(values[name] for name in dims)),
+                         animated=animated, **sliders)
+    return box
 
 
 def head_count_explorer(multi_head_attention, X, W_q, W_k, W_v, W_o, tokens, value=8,

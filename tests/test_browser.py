@@ -14,6 +14,7 @@ Without Playwright or Chromium the tests are skipped with the reason -- unless
 """
 
 import os
+import re
 import shutil
 import sys
 import time
@@ -27,10 +28,11 @@ from helpers import course
 
 ROOT = Path(__file__).resolve().parents[1]
 SCREENSHOTS = Path(os.environ.get("SCREENSHOTS_DIR", ROOT / "screenshots"))
-LESSONS = sorted(p.name for p in (ROOT / "notebooks").glob("*.ipynb"))
+LESSONS = [f"{lesson}.ipynb" for lesson in course.lessons()]
 PROBE = "slider_probe.ipynb"
-# Lessons whose design (COURSE.md) has a slider: the test also fails if it is missing.
-SLIDER_LESSONS = {"02_scaled_scores.ipynb": 1, "04_multi_head.ipynb": 1}
+# A call that builds one slider: a helpers.widgets maker named *_slider or *_explorer (not
+# figure_slider, which puts a figure under a slider made elsewhere), or an ipywidgets *Slider.
+SLIDER_CALL = re.compile(r"\b(?!figure_slider\()\w*(?:_slider|_explorer|Slider)\(")
 
 PROBE_CELL = '''\
 import ipywidgets as widgets
@@ -51,6 +53,23 @@ def draw(d_k, heads):
 
 
 display(widgets.VBox([d_k, heads, widgets.interactive_output(draw, {"d_k": d_k, "heads": heads})]))'''
+
+
+def sliders_built(name):
+    """How many slider-building calls the student notebook ``name`` makes: each must move."""
+    nb = nbformat.read(str(ROOT / "notebooks" / name), as_version=4)
+    return sum(len(SLIDER_CALL.findall(cell.source)) for cell in nb.cells if cell.cell_type == "code")
+
+
+@pytest.mark.parametrize("source, count", [
+    ("s = widgets.dk_slider(value=64)\nbox, redraw = widgets.figure_slider(s, draw)", 1),
+    ("a=widgets.choice_slider(steps, 1, 'a'), b=choice_slider(steps, 2, 'b')", 2),
+    ("heads = widgets.IntSlider(value=2)\nslider = head_count_slider(64)", 2),
+    ("box, redraw = widgets.head_count_explorer(multi_head_attention, X, *weights, tokens)", 1),
+    ("def dk_slider_help():\n    return 'no slider here'", 0),
+])
+def test_slider_calls_are_counted_and_a_figure_around_a_slider_is_not(source, count):
+    assert len(SLIDER_CALL.findall(source)) == count
 
 
 def write_probe(path):
@@ -149,7 +168,8 @@ def test_the_slider_mechanism_works_on_a_probe_notebook(page):
 @pytest.mark.parametrize("name", LESSONS)
 def test_student_lesson_runs_in_jupyterlab_and_its_sliders_redraw(page, name, course_copy):
     moved = run_and_move_sliders(page, f"notebooks/{name}", Path(name).stem)
-    assert moved >= SLIDER_LESSONS.get(name, 0), f"{name} should have a slider"
+    built = sliders_built(name)
+    assert moved >= built, f"{name} builds {built} slider(s) but only {moved} moved"
     saved = nbformat.read(str(course_copy / "notebooks" / name), as_version=4)
     errors = [o for c in saved.cells if c.cell_type == "code" for o in c.outputs
               if o.output_type == "error"]

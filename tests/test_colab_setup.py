@@ -123,6 +123,14 @@ def test_only_the_course_address_is_named(path):
         f"{path} names another repository than helpers/course.py's REPOSITORY"
 
 
+@pytest.mark.parametrize("lesson", course.lessons())
+def test_readme_lists_every_lesson_with_its_colab_badge(lesson):
+    readme = (ROOT / "README.md").read_text(encoding="utf-8")
+    assert f"(notebooks/{lesson}.ipynb)" in readme, f"README.md's lesson table has no row for {lesson}"
+    assert course.colab_badge(f"notebooks/{lesson}.ipynb") in readme, \
+        f"README.md's row for {lesson} has no (or a stale) Colab badge"
+
+
 # --- the Colab path, simulated ------------------------------------------------------------------
 
 def git(*args, cwd):

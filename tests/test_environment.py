@@ -87,3 +87,24 @@ def test_environment_yml_pip_section_has_no_local_reference():
     # reference makes repo2docker rebuild the environment on every commit.
     local = [line for line in pip_section() if str(line).lstrip().startswith(("-r", "-c", "-e", ".", "/"))]
     assert not local, f"environment.yml pip section refers to local files: {local}"
+
+
+# --- a hang fails one test, not the run ----------------------------------------------------------
+
+def pytest_ini_options():
+    try:
+        import tomllib
+    except ModuleNotFoundError:   # Python 3.10: pytest itself depends on tomli there
+        import tomli as tomllib
+    with open(ROOT / "pyproject.toml", "rb") as f:
+        return tomllib.load(f)["tool"]["pytest"]["ini_options"]
+
+
+def test_a_hung_cell_is_interrupted_before_pytest_timeout_stops_the_test():
+    # nbval interrupts the kernel after --nbval-cell-timeout: only that cell fails. If
+    # pytest-timeout fired first, the kernel would stay busy and every later cell of the
+    # notebook would wait out the timeout again.
+    options = pytest_ini_options()
+    assert "pytest-timeout" in requirement_names((ROOT / "requirements.txt").read_text().splitlines())
+    cell_timeout = float(re.search(r"--nbval-cell-timeout=(\d+)", options["addopts"]).group(1))
+    assert 0 < cell_timeout < float(options["timeout"])

@@ -77,6 +77,34 @@ IMPLEMENTATIONS = {
                 return times(W_q), times(W_k), times(W_v)
             """),
     ],
+    "cross_project_qkv": [
+        Impl("self-attention on X_q", """
+            def cross_project_qkv(X_q, X_kv, W_q, W_k, W_v):
+                return X_q @ W_q, X_q @ W_k, X_q @ W_v
+            """, feedback="all three came from X_q"),
+        Impl("V from X_q", """
+            def cross_project_qkv(X_q, X_kv, W_q, W_k, W_v):
+                return X_q @ W_q, X_kv @ W_k, X_q @ W_v
+            """, feedback="V came from X_q"),
+        Impl("dot", """
+            def cross_project_qkv(X_q, X_kv, W_q, W_k, W_v):
+                return np.dot(X_q, W_q), np.dot(X_kv, W_k), np.dot(X_kv, W_v)
+            """),
+    ],
+    "score_std": [
+        Impl("the variance", """
+            def score_std(d_k, sigma=1.0):
+                return d_k * sigma ** 4
+            """, feedback="that is the variance"),
+        Impl("sigma ignored", """
+            def score_std(d_k, sigma=1.0):
+                return math.sqrt(d_k)
+            """, feedback="sigma is ignored", points=2.0),   # 1 hidden case of 5 has sigma = 1
+        Impl("square root of a sum", """
+            def score_std(d_k, sigma=1.0):
+                return math.sqrt(sum(sigma ** 4 for _ in range(d_k)))
+            """),
+    ],
     "attention_scores": [
         Impl("no scaling", """
             def attention_scores(Q, K):
@@ -145,6 +173,20 @@ IMPLEMENTATIONS = {
                     for j in range(i + 1):
                         mask[i, j] = True
                 return mask
+            """),
+    ],
+    "causal_mask_for_new_tokens": [
+        Impl("lined up with the first keys", """
+            def causal_mask_for_new_tokens(n_q, n_k):
+                return np.tril(np.ones((n_q, n_k), dtype=bool))
+            """, feedback="lined up with the *first* keys"),
+        Impl("additive", """
+            def causal_mask_for_new_tokens(n_q, n_k):
+                return np.where(np.tril(np.ones((n_q, n_k), dtype=bool), k=n_k - n_q), 0.0, -np.inf)
+            """, feedback="additive mask"),
+        Impl("last rows of the full mask", """
+            def causal_mask_for_new_tokens(n_q, n_k):
+                return np.tril(np.ones((n_k, n_k), dtype=bool))[n_k - n_q:]
             """),
     ],
     "scaled_dot_product_attention": [
@@ -683,8 +725,9 @@ def special_notebooks():
         nb, i = lesson01()
         insert_code(nb, i - 1, "import sys\nsys.exit(3)   # before the exercise")
         out["sys_exit.ipynb"] = nb
-        nb, i = lesson01()
-        insert_code(nb, i + 2, "import sys\nsys.exit(3)   # after the last exercise")
+        nb, _ = lesson01()
+        last = exercise_cell(nb, LESSONS["01_qkv_projections"][-1].name)
+        insert_code(nb, last + 2, "import sys\nsys.exit(3)   # after the last exercise")
         out["sys_exit_after_last_exercise.ipynb"] = nb
         nb, i = lesson01()
         nb.cells[i].source = "def project_qkv(X, W_q, W_k, W_v):\n    return X @ W_q, X @ W_k X @ W_v\n"
@@ -736,7 +779,9 @@ def run(tmp_path_factory):
         renamed = folder / "downloads" / "Copy of 01_qkv_projections (2).ipynb"
         renamed.parent.mkdir()
         nb = nbformat.read(str(student_path("01_qkv_projections")), as_version=4)
-        replace_function(nb, "project_qkv", impl("project_qkv", "einsum"))
+        for exercise in LESSONS["01_qkv_projections"]:   # every exercise right: full marks
+            right = next(i for i in IMPLEMENTATIONS[exercise.name] if not i.wrong)
+            replace_function(nb, exercise.name, right.source)
         nbformat.write(nb, str(renamed))
         files["renamed"] = renamed
     before = {key: sha256(path) for key, path in files.items()}
@@ -923,7 +968,7 @@ def test_a_cell_that_raises_does_not_stop_grading(run):
 def test_renamed_download_outside_the_repository_is_recognised(run):
     row = row_of(run, "renamed")
     assert row["lesson"] == "01_qkv_projections"
-    assert row["score"] == row["max_score"] == 10
+    assert row["score"] == row["max_score"] == 10 * len(LESSONS["01_qkv_projections"])
 
 
 def test_submission_files_are_byte_for_byte_unchanged(run):

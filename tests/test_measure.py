@@ -120,23 +120,6 @@ def test_format_bytes_rejects_bad_input(n, error):
         format_bytes(n)
 
 
-def test_log_log_axes_sets_log_scales_and_plain_tick_labels():
-    import matplotlib
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-    from helpers.measure import log_log_axes
-
-    fig, ax = plt.subplots()
-    try:
-        ax.plot([64, 128, 256], [0.5, 2.0, 8.0])
-        log_log_axes(ax, xticks=[64, 128, 256])
-        assert (ax.get_xscale(), ax.get_yscale()) == ("log", "log")
-        assert [t.get_text() for t in ax.get_xticklabels()] == ["64", "128", "256"]
-        assert ax.yaxis.get_major_formatter()(0.5, 0) == "0.5"
-    finally:
-        plt.close(fig)
-
-
 # ------------------------------------------------------------ slider_step_report
 def _ticking(step):
     """A fake clock that advances by ``step`` seconds each time it is read."""
@@ -206,8 +189,6 @@ def test_crossing_rejects_arrays_of_different_lengths():
 
 # ------------------------------------------------------------ plot_times
 def test_plot_times_draws_one_line_per_name_in_ms_with_fitted_exponents_and_guides():
-    import matplotlib
-    matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
     _, ax = plt.subplots()
@@ -219,7 +200,6 @@ def test_plot_times_draws_one_line_per_name_in_ms_with_fitted_exponents_and_guid
     np.testing.assert_allclose(lines[0].get_ydata(), [1, 2, 4])        # milliseconds
     np.testing.assert_allclose(lines[1].get_ydata(), [0.25, 1, 4])     # slope 2 through (4, 4 ms)
     assert (ax.get_title(), ax.get_xscale(), ax.get_yscale()) == ("T", "log", "log")
-    plt.close("all")
 
 
 def test_traced_peaks_counts_the_array_each_function_makes():

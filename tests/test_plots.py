@@ -1,20 +1,10 @@
-"""helpers.plots: the shared heatmap."""
+"""helpers.plots: the shared heatmap and log axes."""
 
-import matplotlib
+import matplotlib.pyplot as plt
+import numpy as np
+import pytest
 
-matplotlib.use("Agg")
-
-import matplotlib.pyplot as plt  # noqa: E402
-import numpy as np  # noqa: E402
-import pytest  # noqa: E402
-
-from helpers import plots  # noqa: E402
-
-
-@pytest.fixture(autouse=True)
-def close_figures():
-    yield
-    plt.close("all")
+from helpers import plots
 
 
 def test_heatmap_picks_diverging_map_centred_on_zero_for_signed_values():
@@ -45,3 +35,45 @@ def test_heatmap_writes_each_value_in_small_matrices():
 def test_heatmap_rejects_non_matrix():
     with pytest.raises(ValueError, match=r"heatmap: M must be 2-D, got shape \(3,\)"):
         plots.heatmap(np.ones(3))
+
+
+# ------------------------------------------------------------ log_axes
+def _measured_axes():
+    _, ax = plt.subplots()
+    ax.plot([1, 2, 4, 1024], [0.001, 1, 10, 1000])
+    return ax
+
+
+@pytest.mark.parametrize("which, scales", [("x", ("log", "linear")), ("y", ("linear", "log")),
+                                           ("xy", ("log", "log"))])
+def test_log_axes_puts_only_the_named_axes_on_a_log_scale(which, scales):
+    ax = _measured_axes()
+    plots.log_axes(ax, which)
+    assert (ax.get_xscale(), ax.get_yscale()) == scales
+
+
+def test_log_axes_puts_plain_labels_on_the_given_x_ticks_and_no_minor_ticks():
+    ax = _measured_axes()
+    plots.log_axes(ax, "xy", xticks=[1, 2, 4, 1024])
+    ax.figure.canvas.draw()
+    assert list(ax.get_xticks()) == [1, 2, 4, 1024]
+    assert [t.get_text() for t in ax.get_xticklabels()] == ["1", "2", "4", "1024"]
+    assert len(ax.xaxis.get_minorticklocs()) == 0 and len(ax.yaxis.get_minorticklocs()) == 0
+
+
+def test_log_axes_labels_decades_without_powers_of_ten():
+    ax = _measured_axes()
+    plots.log_axes(ax, "y")
+    ax.figure.canvas.draw()
+    labels = [t.get_text() for t in ax.get_yticklabels()]
+    assert "0.001" in labels and "1000" in labels
+    assert not any("10^" in label or "$" in label for label in labels)
+
+
+@pytest.mark.parametrize("which, xticks, message", [
+    ("z", None, "which must be 'x', 'y' or 'xy'"),
+    ("y", [1, 2], "xticks is for a log x axis"),
+])
+def test_log_axes_rejects_an_unknown_axis_and_x_ticks_on_a_linear_x(which, xticks, message):
+    with pytest.raises(ValueError, match=message):
+        plots.log_axes(_measured_axes(), which, xticks=xticks)

@@ -1,12 +1,10 @@
 """The d_k slider and the live figure behind lesson 02's (and 03's) sliders."""
 
-import matplotlib
 import pytest
 from matplotlib.figure import Figure
 
 from helpers import widgets
 
-matplotlib.use("Agg")
 PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
 
 

@@ -1,20 +1,10 @@
 """Lesson 04's helpers: the head-count slider, the figure slider and the head-map mosaic."""
 
-import matplotlib
+import matplotlib.pyplot as plt
+import numpy as np
+import pytest
 
-matplotlib.use("Agg")
-
-import matplotlib.pyplot as plt  # noqa: E402
-import numpy as np  # noqa: E402
-import pytest  # noqa: E402
-
-from helpers import plots, widgets  # noqa: E402
-
-
-@pytest.fixture(autouse=True)
-def close_figures():
-    yield
-    plt.close("all")
+from helpers import plots, widgets
 
 
 # ------------------------------------------------------------ head_count_slider

@@ -1,21 +1,36 @@
 """The exercise catalogue: for each lesson, its exercises (cases and known mistakes).
 
-``LESSONS`` maps a lesson's file stem to its exercises, in the order they appear;
-``EXERCISES`` maps each exercise's function name to its :class:`~helpers.checking.Exercise`.
+Each lesson with exercises has a module here called ``lessonNN`` (``lesson01``,
+``lesson02``, ...) that declares two names:
+
+- ``LESSON``: the lesson's file stem, e.g. ``"03_softmax_and_attention"``
+  (its notebooks are ``solutions/LESSON.ipynb`` and ``notebooks/LESSON.ipynb``);
+- ``EXERCISES``: its :class:`~helpers.checking.Exercise` objects, in the order
+  the lesson asks for them.
+
+The modules are found by their names, so adding a lesson needs no edit here.
+From them this package builds:
+
+- ``LESSONS``: lesson stem -> list of exercises, in lesson order;
+- ``EXERCISES``: exercise (function) name -> :class:`~helpers.checking.Exercise`.
+
 The notebook checks (:mod:`helpers.checks`) and the grader both read from here.
 """
 
-from . import lesson01, lesson02, lesson03, lesson04, lesson05, lesson06, lesson07, lesson08
+import importlib
+import pkgutil
+import re
 
-LESSONS = {
-    "01_qkv_projections": lesson01.EXERCISES,
-    "02_scaled_scores": lesson02.EXERCISES,
-    "03_softmax_and_attention": lesson03.EXERCISES,
-    "04_multi_head": lesson04.EXERCISES,
-    "05_complexity": lesson05.EXERCISES,
-    "06_tiled_attention": lesson06.EXERCISES,
-    lesson07.LESSON: lesson07.EXERCISES,
-    lesson08.LESSON: lesson08.EXERCISES,
-}
+_LESSON_MODULE = re.compile(r"lesson\d\d")
+
+
+def lesson_modules():
+    """The ``lessonNN`` modules of this package, imported, in lesson order (01, 02, ...)."""
+    names = sorted(module.name for module in pkgutil.iter_modules(__path__)
+                   if _LESSON_MODULE.fullmatch(module.name))
+    return [importlib.import_module(f"{__name__}.{name}") for name in names]
+
+
+LESSONS = {module.LESSON: module.EXERCISES for module in lesson_modules()}
 
 EXERCISES = {exercise.name: exercise for exercises in LESSONS.values() for exercise in exercises}

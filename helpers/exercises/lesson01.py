@@ -1,14 +1,23 @@
-"""Lesson 01 exercise: ``project_qkv``.
+"""Lesson 01 exercises: ``project_qkv`` and ``cross_project_qkv``.
 
-The cases mix a square case (d_model = d_k, where a transposed weight matrix still
-runs but gives wrong numbers, so the mistake can be named) with non-square ones
-(d_model, d_k and d_v all different, so a swapped argument cannot pass by luck).
+project_qkv
+    The cases mix a square case (d_model = d_k, where a transposed weight matrix
+    still runs but gives wrong numbers, so the mistake can be named) with non-square
+    ones (d_model, d_k and d_v all different, so a swapped argument cannot pass by luck).
+cross_project_qkv
+    The transfer exercise: queries from one sequence, keys and values from another.
+    Every case has n_q != n_k and d_k != d_v, so each wrong choice of source gives
+    its own shapes and numbers and can be named.
+
+Both accept a float32 answer within float32's precision (the lesson says so).
 """
 
 import numpy as np
 
 from .. import reference
 from ..checking import Case, Exercise, Mistake
+
+LESSON = "01_qkv_projections"
 
 
 def _case(rng, n, d_model, d_k, d_v, label):
@@ -51,13 +60,66 @@ MISTAKES = [
             lambda X, W_q, W_k, W_v: (W_q.T @ X.T, W_k.T @ X.T, W_v.T @ X.T)),
 ]
 
+def _cross_case(rng, n_q, n_k, d_model, d_k, d_v, label):
+    X_q = rng.standard_normal((n_q, d_model))
+    X_kv = rng.standard_normal((n_k, d_model))
+    W_q, W_k, W_v = (rng.standard_normal((d_model, d)) for d in (d_k, d_k, d_v))
+    return Case((X_q, X_kv, W_q, W_k, W_v),
+                label=f"{label}: X_q {X_q.shape}, X_kv {X_kv.shape}, W_q {W_q.shape}, "
+                      f"W_k {W_k.shape}, W_v {W_v.shape}")
+
+
+def make_cross_cases(rng, hidden):
+    shapes = [  # (n_q, n_k, d_model, d_k, d_v)
+        (3, 5, 4, 2, 3, "3 queries, 5 keys"),
+        (6, 2, 5, 4, 1, "more queries than keys"),
+        (1, 7, 3, 3, 2, "a single query"),
+        (4, 9, 8, 4, 6, "a longer sentence to look at"),
+    ]
+    if hidden:
+        shapes = [(2, 6, 5, 3, 4, "2 queries, 6 keys"), (7, 3, 4, 2, 5, "more queries than keys"),
+                  (1, 4, 6, 6, 2, "a single query"), (5, 11, 8, 4, 3, "a longer sentence")]
+    return [_cross_case(rng, *shape) for shape in shapes]
+
+
+_SOURCES = ("Queries come from X_q (the tokens that ask); keys and values from X_kv "
+            "(the tokens that are looked at).")
+
+CROSS_MISTAKES = [
+    Mistake("all three came from X_q: that is self-attention on X_q. " + _SOURCES,
+            lambda X_q, X_kv, W_q, W_k, W_v: (X_q @ W_q, X_q @ W_k, X_q @ W_v)),
+    Mistake("all three came from X_kv: that is self-attention on X_kv. " + _SOURCES,
+            lambda X_q, X_kv, W_q, W_k, W_v: (X_kv @ W_q, X_kv @ W_k, X_kv @ W_v)),
+    Mistake("the two sequences are swapped: Q came from X_kv, K and V from X_q. " + _SOURCES,
+            lambda X_q, X_kv, W_q, W_k, W_v: (X_kv @ W_q, X_q @ W_k, X_q @ W_v)),
+    Mistake("V came from X_q: each value must belong to a key, so V comes from X_kv, "
+            "like K. " + _SOURCES,
+            lambda X_q, X_kv, W_q, W_k, W_v: (X_q @ W_q, X_kv @ W_k, X_q @ W_v)),
+    Mistake("K came from X_q: the keys are what the *other* sequence offers. " + _SOURCES,
+            lambda X_q, X_kv, W_q, W_k, W_v: (X_q @ W_q, X_q @ W_k, X_kv @ W_v)),
+    Mistake("K was computed with W_q (or V with W_k): each projection has its own matrix.",
+            lambda X_q, X_kv, W_q, W_k, W_v: (X_q @ W_q, X_kv @ W_q, X_kv @ W_v)),
+    Mistake("V was computed with W_k: each projection has its own matrix, V uses W_v.",
+            lambda X_q, X_kv, W_q, W_k, W_v: (X_q @ W_q, X_kv @ W_k, X_kv @ W_k)),
+]
+
 EXERCISES = [
     Exercise(
         name="project_qkv",
-        lesson="01_qkv_projections",
+        lesson=LESSON,
         reference=reference.project_qkv,
         make_cases=make_cases,
         mistakes=MISTAKES,
         outputs=("Q", "K", "V"),
+        float32_ok=True,
+    ),
+    Exercise(
+        name="cross_project_qkv",
+        lesson="01_qkv_projections",
+        reference=reference.cross_project_qkv,
+        make_cases=make_cross_cases,
+        mistakes=CROSS_MISTAKES,
+        outputs=("Q", "K", "V"),
+        float32_ok=True,
     ),
 ]

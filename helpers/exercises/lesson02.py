@@ -1,4 +1,4 @@
-"""Lesson 02 exercise: ``attention_scores``.
+"""Lesson 02 exercises: ``attention_scores`` and ``score_std``.
 
 What a wrong version can look like, and how the cases tell them apart:
 
@@ -15,6 +15,14 @@ What a wrong version can look like, and how the cases tell them apart:
 - "K not transposed" (``Q @ K``) only runs when ``K`` is square, so the first case
   has ``n_k = d_k``: there the mistake gives numbers of the right shape and is
   named; on the other cases it raises a shape error.
+
+``score_std(d_k, sigma)`` is the transfer exercise: the variance argument of the
+lesson, redone for entries of standard deviation ``sigma`` instead of 1. Each
+mistaken formula (the variance instead of the standard deviation, one factor of
+sigma, no square root on d_k, ...) gives a different number on the first case
+(d_k = 16, sigma = 3), so it can be named.
+
+``attention_scores`` accepts a float32 answer within float32's precision (the lesson says so).
 """
 
 import numpy as np
@@ -22,10 +30,14 @@ import numpy as np
 from .. import reference
 from ..checking import Case, Exercise, Mistake
 
-#: The globals the lesson notebooks define (lesson 01's sizes): a learner's function
-#: that reads them instead of ``Q.shape[-1]`` gives the answer for these sizes.
+LESSON = "02_scaled_scores"
+
+#: The globals the lesson's notebook defines before its exercise (lesson 01's sizes): a
+#: learner's function that reads them instead of ``Q.shape[-1]`` gives the answer for
+#: these sizes. tests/test_catalogue.py reads them from the solution notebook and compares.
 NOTEBOOK_D_MODEL = 8
 NOTEBOOK_D_K = 4
+NOTEBOOK_GLOBALS = {"d_model": NOTEBOOK_D_MODEL, "d_k": NOTEBOOK_D_K}
 
 
 def _case(rng, n_q, n_k, d_k, label):
@@ -92,13 +104,49 @@ MISTAKES = [
             lambda Q, K: K @ Q.T),
 ]
 
+def make_std_cases(rng, hidden):
+    pairs = [(16, 3.0), (25, 0.5), (64, 1.0), (1, 2.0), (512, 0.1)]
+    if hidden:
+        pairs = [(36, 2.5), (9, 0.2), (128, 1.0), (1, 4.0), (1000, 0.05)]
+    return [Case((d_k, sigma), label=f"d_k={d_k}, sigma={sigma}") for d_k, sigma in pairs]
+
+
+STD_MISTAKES = [
+    Mistake("that is the variance, d_k * sigma**4. The standard deviation is its square root.",
+            lambda d_k, sigma=1.0: d_k * sigma ** 4),
+    Mistake("one factor of sigma is missing: each term q_m * k_m multiplies two numbers of "
+            "standard deviation sigma, so its variance is sigma**2 * sigma**2 = sigma**4.",
+            lambda d_k, sigma=1.0: np.sqrt(d_k) * sigma),
+    Mistake("d_k needs a square root: the d_k *variances* add up (to d_k * sigma**4), then "
+            "take the square root of the total.",
+            lambda d_k, sigma=1.0: d_k * sigma ** 2),
+    Mistake("d_k is missing: q · k is a sum of d_k terms, and their variances add up. "
+            "(sigma**2 is the standard deviation of the *scaled* score q · k / sqrt(d_k).)",
+            lambda d_k, sigma=1.0: sigma ** 2),
+    Mistake("sigma is ignored: sqrt(d_k) holds only for sigma = 1. With entries of standard "
+            "deviation sigma each term q_m * k_m has variance sigma**4.",
+            lambda d_k, sigma=1.0: np.sqrt(d_k)),
+    Mistake("the variance of one term q_m * k_m is sigma**4 (sigma**2 for q_m times sigma**2 "
+            "for k_m), not 2 * sigma**2: variances of independent factors multiply.",
+            lambda d_k, sigma=1.0: np.sqrt(d_k * 2 * sigma ** 2)),
+]
+
 EXERCISES = [
     Exercise(
-        name="attention_scores",
+        name="score_std",
         lesson="02_scaled_scores",
+        reference=reference.score_std,
+        make_cases=make_std_cases,
+        mistakes=STD_MISTAKES,
+        outputs=("std",),
+    ),
+    Exercise(
+        name="attention_scores",
+        lesson=LESSON,
         reference=reference.attention_scores,
         make_cases=make_cases,
         mistakes=MISTAKES,
         outputs=("scores",),
+        float32_ok=True,
     ),
 ]

@@ -1,4 +1,5 @@
-"""Lesson 03 exercises: ``softmax``, ``causal_mask``, ``scaled_dot_product_attention``.
+"""Lesson 03 exercises: ``softmax``, ``causal_mask``, ``causal_mask_for_new_tokens``,
+``scaled_dot_product_attention``.
 
 How the cases make each known mistake show, in the order a check meets them:
 
@@ -12,21 +13,38 @@ softmax
     (masked scores) are in the cases too. An all ``-inf`` row is NOT asked of
     ``softmax``: the lesson handles it in the attention function.
 causal_mask
-    n = 4 first (upside down, without the diagonal, inverted, not boolean all
-    differ there), then n = 1 and larger n.
+    n = 4 first (upside down, without the diagonal, inverted, not boolean, an
+    additive 0 / -inf mask all differ there), then n = 1 and larger n.
+causal_mask_for_new_tokens
+    the transfer exercise: the last n_q of n_k tokens as queries. The first case
+    (n_q = 3, n_k = 5) tells apart a mask lined up with the first keys, one shifted
+    by one either way, the whole (n_k, n_k) mask, all True and inverted.
 scaled_dot_product_attention
     no mask and n_q != n_k first (no scaling, wrong softmax axis, outputs
     swapped); then a causal mask (mask after the softmax without renormalising,
-    mask inverted, masked scores set to 0); then a mask with a fully masked query
-    row (NaN from ``-inf`` alone, a uniform row from a large negative number);
-    then large scores (a naive softmax inside overflows).
+    mask inverted, masked scores set to 0); then large scores under a causal mask
+    (a naive softmax inside overflows; masking after the softmax underflows, and
+    renormalising then divides 0 by 0); then a mask with a fully masked query row
+    (NaN from ``-inf`` alone, a uniform row from a large negative number). The
+    large scores come first: on the fully masked row alone, "masked after the
+    softmax, renormalised" gives the same NaN as "-inf alone" and could not be named.
+
+``softmax`` and ``scaled_dot_product_attention`` accept a float32 answer within
+float32's precision (the lesson says so); the masks must be boolean.
 """
 
 import numpy as np
 
 from .. import reference
 from ..checking import Case, Exercise, Mistake
-from .lesson02 import NOTEBOOK_D_K
+
+LESSON = "03_softmax_and_attention"
+
+#: The global d_k the lesson's notebook defines (lesson 01's size): an attention that reads
+#: it instead of ``Q.shape[-1]`` scales by sqrt(4). tests/test_catalogue.py reads it from the
+#: solution notebook and compares.
+NOTEBOOK_D_K = 4
+NOTEBOOK_GLOBALS = {"d_k": NOTEBOOK_D_K}
 
 
 # ------------------------------------------------------------------ softmax
@@ -138,10 +156,20 @@ def make_mask_cases(rng, hidden):
 def _mask_must_be_bool(got, case):
     dtype = np.asarray(got).dtype
     if dtype != np.bool_:
-        return (f"on n={case.args[0]} the values are right but the dtype is {dtype}: "
-                f"return a boolean array (True = may attend), e.g. compare with >= or "
-                f"use dtype=bool.")
+        return (f"the values are right but the dtype is {dtype}: return a boolean array "
+                f"(True = may attend), e.g. compare with >= or use dtype=bool.")
     return None
+
+
+def _additive(mask, blocked=-np.inf):
+    """The same mask written the additive way: 0 where allowed, ``blocked`` elsewhere."""
+    return np.where(mask, 0.0, blocked)
+
+
+_ADDITIVE = ("this is an additive mask (0 where attending is allowed, {} where it is "
+             "blocked, to be added to the scores). This course's mask is boolean: True where "
+             "query i may attend to key j. Return the comparison itself (dtype bool); the "
+             "attention function turns False into -inf.")
 
 
 MASK_MISTAKES = [
@@ -154,6 +182,44 @@ MASK_MISTAKES = [
     Mistake("the mask is inverted (True above the diagonal, i.e. upside down and without "
             "the diagonal): True must mean 'may attend', on and below the diagonal (j <= i).",
             lambda n: np.triu(np.ones((n, n), dtype=bool), k=1)),
+    Mistake(_ADDITIVE.format("-inf"), lambda n: _additive(reference.causal_mask(n))),
+    Mistake(_ADDITIVE.format("a large negative number"),
+            lambda n: _additive(reference.causal_mask(n), -1e9)),
+]
+
+
+# ------------------------------------------------------------------ causal_mask_for_new_tokens
+def make_new_token_cases(rng, hidden):
+    sizes = [(3, 5), (1, 4), (4, 4), (2, 7)] if not hidden else [(3, 7), (1, 1), (5, 5), (2, 10)]
+    return [Case((n_q, n_k), label=f"n_q={n_q}, n_k={n_k}") for n_q, n_k in sizes]
+
+
+def _shifted(n_q, n_k, shift):
+    """True where j <= i + shift: the causal mask moved ``shift`` keys to the right."""
+    return np.tril(np.ones((n_q, n_k), dtype=bool), k=shift)
+
+
+_POSITION = ("query i is the token at position n_k - n_q + i (the new tokens come last), so "
+             "it may attend to the keys j <= n_k - n_q + i.")
+
+NEW_TOKEN_MISTAKES = [
+    Mistake("the mask is lined up with the *first* keys (j <= i). The new tokens are the "
+            "*last* n_q of the n_k: " + _POSITION,
+            lambda n_q, n_k: _shifted(n_q, n_k, 0)),
+    Mistake("that is the mask of all n_k tokens, shape (n_k, n_k). The queries are only "
+            "the last n_q tokens: keep the last n_q rows.",
+            lambda n_q, n_k: reference.causal_mask(n_k)),
+    Mistake("off by one: each new token may not see itself this way. " + _POSITION,
+            lambda n_q, n_k: _shifted(n_q, n_k, n_k - n_q - 1)),
+    Mistake("off by one: each new token also sees the token right after it. " + _POSITION,
+            lambda n_q, n_k: _shifted(n_q, n_k, n_k - n_q + 1)),
+    Mistake("every query may see every key, also the tokens after it (that is right only "
+            "for n_q = 1, a single new token). " + _POSITION,
+            lambda n_q, n_k: np.ones((n_q, n_k), dtype=bool)),
+    Mistake("the mask is inverted: True must mean 'may attend'. " + _POSITION,
+            lambda n_q, n_k: ~_shifted(n_q, n_k, n_k - n_q)),
+    Mistake(_ADDITIVE.format("-inf"),
+            lambda n_q, n_k: _additive(_shifted(n_q, n_k, n_k - n_q))),
 ]
 
 
@@ -213,9 +279,9 @@ def make_attention_cases(rng, hidden):
         return [
             _attention_case(rng, 3, 5, 4, 2, None, "no mask, n_q != n_k"),
             _attention_case(rng, 4, 4, 3, 5, reference.causal_mask(4), "causal mask"),
-            _attention_case(rng, 3, 5, 6, 3, empty_row, "query 1 may attend to nothing"),
             _attention_case(rng, 4, 4, 8, 2, reference.causal_mask(4),
                             "large scores (q, k entries ~30), causal mask", scale=30.0),
+            _attention_case(rng, 3, 5, 6, 3, empty_row, "query 1 may attend to nothing"),
             _attention_case(rng, 1, 6, 2, 4, None, "a single query"),
         ]
     empty_rows = np.ones((4, 6), dtype=bool)
@@ -224,9 +290,9 @@ def make_attention_cases(rng, hidden):
     return [
         _attention_case(rng, 4, 6, 5, 3, None, "no mask, n_q != n_k"),
         _attention_case(rng, 5, 5, 4, 2, reference.causal_mask(5), "causal mask"),
-        _attention_case(rng, 4, 6, 3, 4, empty_rows, "query 0 may attend to nothing"),
         _attention_case(rng, 6, 6, 16, 3, reference.causal_mask(6),
                         "large scores, causal mask", scale=40.0),
+        _attention_case(rng, 4, 6, 3, 4, empty_rows, "query 0 may attend to nothing"),
         _attention_case(rng, 2, 3, 7, 1, None, "d_v = 1"),
     ]
 
@@ -237,7 +303,7 @@ _RENORMALISED = (
     "every allowed weight underflows to 0 before you renormalise (0 / 0). Mask the *scores* "
     "(masked entries -> -inf) before the softmax.")
 _INVERTED = ("the mask is inverted: True means 'may attend', so keep the scores where the "
-             "mask is True and remove them where it is False.")
+             "mask is True and set them to -inf where it is False.")
 
 ATTENTION_MISTAKES = [
     Mistake("the scores are not scaled: divide Q @ K.T by sqrt(d_k) before the softmax.",
@@ -286,15 +352,16 @@ ATTENTION_MISTAKES = [
 EXERCISES = [
     Exercise(
         name="softmax",
-        lesson="03_softmax_and_attention",
+        lesson=LESSON,
         reference=reference.softmax,
         make_cases=make_softmax_cases,
         mistakes=SOFTMAX_MISTAKES,
         outputs=("weights",),
+        float32_ok=True,
     ),
     Exercise(
         name="causal_mask",
-        lesson="03_softmax_and_attention",
+        lesson=LESSON,
         reference=reference.causal_mask,
         make_cases=make_mask_cases,
         mistakes=MASK_MISTAKES,
@@ -303,10 +370,20 @@ EXERCISES = [
     ),
     Exercise(
         name="scaled_dot_product_attention",
-        lesson="03_softmax_and_attention",
+        lesson=LESSON,
         reference=reference.scaled_dot_product_attention,
         make_cases=make_attention_cases,
         mistakes=ATTENTION_MISTAKES,
         outputs=("out", "weights"),
+        float32_ok=True,
+    ),
+    Exercise(
+        name="causal_mask_for_new_tokens",
+        lesson="03_softmax_and_attention",
+        reference=reference.causal_mask_for_new_tokens,
+        make_cases=make_new_token_cases,
+        mistakes=NEW_TOKEN_MISTAKES,
+        outputs=("mask",),
+        validate=_mask_must_be_bool,
     ),
 ]

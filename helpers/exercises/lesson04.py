@@ -30,6 +30,8 @@ import numpy as np
 from .. import reference
 from ..checking import Case, Exercise, Mistake
 
+LESSON = "04_multi_head"
+
 
 # ------------------------------------------------------------------- split_heads
 def _split_case(rng, n, d_model, num_heads, label):
@@ -60,9 +62,12 @@ def _dims(X, num_heads):
 
 #: The sizes the lesson notebook defines globally before its exercises (section 2): a
 #: function that reads them instead of its own input gives the answer for these sizes.
+#: tests/test_catalogue.py reads them from the solution notebook and compares.
 NOTEBOOK_D_MODEL = 512
 NOTEBOOK_NUM_HEADS = 8
 NOTEBOOK_D_HEAD = 64
+NOTEBOOK_GLOBALS = {"d_model": NOTEBOOK_D_MODEL, "num_heads": NOTEBOOK_NUM_HEADS,
+                    "d_head": NOTEBOOK_D_HEAD}
 
 SPLIT_MISTAKES = [
     Mistake("the heads were reshaped without transposing: reshaping (n, d_model) straight to "
@@ -325,21 +330,21 @@ BATCHED_MISTAKES = [
 EXERCISES = [
     Exercise(
         name="split_heads",
-        lesson="04_multi_head",
+        lesson=LESSON,
         reference=reference.split_heads,
         make_cases=split_cases,
         mistakes=SPLIT_MISTAKES,
     ),
     Exercise(
         name="merge_heads",
-        lesson="04_multi_head",
+        lesson=LESSON,
         reference=reference.merge_heads,
         make_cases=merge_cases,
         mistakes=MERGE_MISTAKES,
     ),
     Exercise(
         name="multi_head_attention",
-        lesson="04_multi_head",
+        lesson=LESSON,
         reference=reference.multi_head_attention,
         make_cases=mha_cases,
         mistakes=MHA_MISTAKES,

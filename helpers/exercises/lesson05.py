@@ -20,6 +20,8 @@ import numpy as np
 from .. import reference
 from ..checking import Case, Exercise, Mistake
 
+LESSON = "05_complexity"
+
 
 # ----------------------------------------------------------------- attention_flops
 def make_flops_cases(rng, hidden):
@@ -180,7 +182,7 @@ CROSSING_MISTAKES = [
 EXERCISES = [
     Exercise(
         name="attention_flops",
-        lesson="05_complexity",
+        lesson=LESSON,
         reference=reference.attention_flops,
         make_cases=make_flops_cases,
         mistakes=FLOPS_MISTAKES,
@@ -190,7 +192,7 @@ EXERCISES = [
     ),
     Exercise(
         name="fit_power_law",
-        lesson="05_complexity",
+        lesson=LESSON,
         reference=reference.fit_power_law,
         make_cases=make_power_cases,
         mistakes=POWER_MISTAKES,

@@ -7,7 +7,9 @@ right one:
 - the keys' scores grow from block to block, so the running maximum increases at
   every block (a missing rescale of the running sum or accumulator shows);
 - n_k is not a multiple of block_size (a dropped or padded last block shows),
-  including block_size > n_k (a single, partial block) and block_size = 1;
+  including block_size > n_k (a single, partial block) and block_size = 1; in the
+  first case the last block holds 2 keys, so dropping it differs from cutting one
+  key short;
 - n_q, n_k, d_k and d_v all differ (a transposed product cannot pass by luck).
 
 The tolerance is tight (1e-10 absolute in float64): tiling changes only rounding.
@@ -27,6 +29,8 @@ import numpy as np
 from .. import reference
 from ..checking import Case, Exercise, Mistake
 from ..measure import format_bytes, traced_peak
+
+LESSON = "06_tiled_attention"
 
 
 def _growing_keys(rng, n_k, d_k, growth):
@@ -255,22 +259,24 @@ def full_grid_message(fn, n=PROBE_N, d=PROBE_D, block_size=PROBE_BLOCK):
 EXERCISES = [
     Exercise(
         name="online_softmax_attention",
-        lesson="06_tiled_attention",
+        lesson=LESSON,
         reference=reference.online_softmax_attention,
         make_cases=make_cases,
         mistakes=MISTAKES,
         outputs=("out",),
         rtol=1e-8,
         atol=1e-10,
+        inspect=full_grid_message,
     ),
     Exercise(
         name="causal_online_softmax_attention",
-        lesson="06_tiled_attention",
+        lesson=LESSON,
         reference=reference.causal_online_softmax_attention,
         make_cases=make_causal_cases,
         mistakes=CAUSAL_MISTAKES,
         outputs=("out",),
         rtol=1e-8,
         atol=1e-10,
+        inspect=full_grid_message,
     ),
 ]

@@ -1,6 +1,6 @@
 """Lesson 08 exercise: ``adam_step``, one Adam update of one parameter array.
 
-The reference is :func:`helpers.training.adam_step` (the training loop's own)::
+The reference is :func:`helpers.reference.adam_step` (the one ``helpers.training`` uses)::
 
     m = beta1 * m + (1 - beta1) * grad
     v = beta2 * v + (1 - beta2) * grad ** 2
@@ -24,7 +24,7 @@ small-gradient case). Any order of the same operations agrees to about 1e-15.
 
 import numpy as np
 
-from .. import training
+from .. import reference
 from ..checking import Case, Exercise, Mistake
 
 LESSON = "08_training"
@@ -71,8 +71,8 @@ def make_cases(rng, hidden):
             for shape, t, label, scale, fresh, kw in specs]
 
 
-def _adam(param, grad, m, v, t, lr=training.LEARNING_RATE, beta1=training.BETA1,
-          beta2=training.BETA2, eps=training.EPS, *, correct=True, t_offset=0, square=True,
+def _adam(param, grad, m, v, t, lr=1e-2, beta1=0.9,
+          beta2=0.999, eps=1e-8, *, correct=True, t_offset=0, square=True,
           sqrt=True, eps_inside=False, swap_betas=False, ascend=False, return_hats=False,
           return_old=False, update_with_old=False, power_of_one_minus=False):
     """Adam with switchable mistakes (all defaults: the right answer)."""
@@ -105,8 +105,8 @@ def _mistake(message, **switches):
     return Mistake(message, lambda *args, **kwargs: _adam(*args, **kwargs, **switches))
 
 
-def _efficient_form(param, grad, m, v, t, lr=training.LEARNING_RATE, beta1=training.BETA1,
-                    beta2=training.BETA2, eps=training.EPS):
+def _efficient_form(param, grad, m, v, t, lr=1e-2, beta1=0.9,
+                    beta2=0.999, eps=1e-8):
     """The Adam paper's "more efficient" order: the corrections folded into the step size."""
     m = beta1 * m + (1 - beta1) * grad
     v = beta2 * v + (1 - beta2) * grad ** 2
@@ -158,7 +158,7 @@ EXERCISES = [
     Exercise(
         name="adam_step",
         lesson=LESSON,
-        reference=training.adam_step,
+        reference=reference.adam_step,
         make_cases=make_cases,
         mistakes=MISTAKES,
         outputs=("param", "m", "v"),

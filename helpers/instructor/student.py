@@ -16,9 +16,11 @@ is its solution with:
 
 Both versions open the same way, written from the one repository address in
 :mod:`helpers.course`: an "Open in Colab" badge in the first markdown cell (opening
-that very notebook) and the setup cell as the first code cell. ``main`` refreshes
-them in ``solutions/`` (in place, only where they differ) before it writes
-``notebooks/``, so changing the address is: edit ``helpers/course.py``, ``make student``.
+that very notebook) and the setup cell as the first code cell, out of the reader's
+way (collapsed in JupyterLab, a form in Colab). A lesson's closing "**Next:**" link
+gets an "open it in Colab" link beside it. ``main`` refreshes all three in
+``solutions/`` (in place, only where they differ) before it writes ``notebooks/``, so
+changing the address is: edit ``helpers/course.py``, ``make student``.
 """
 
 import argparse
@@ -34,7 +36,7 @@ from helpers import course
 BEGIN = "### BEGIN SOLUTION"
 END = "### END SOLUTION"
 INSTRUCTOR_TAG = "instructor"
-ROOT = Path(__file__).resolve().parents[2]
+ROOT = course.ROOT
 
 _DEF = re.compile(r"^(\s*)def\s+([A-Za-z_]\w*)\s*\(")
 
@@ -120,6 +122,11 @@ def make_student(solution, lesson):
 
 
 _BADGE = re.compile(r"^\[!\[Open In Colab\]\([^)]*\)\]\([^)]*\)[ \t]*$", re.MULTILINE)
+# "**Next:** [Lesson 02 — ...](02_scaled_scores.ipynb)", with or without the Colab link that
+# follows it once refreshed; whatever comes after (": the backward pass ...") is kept
+_NEXT = re.compile(r"^\*\*Next:\*\* \[(?P<text>[^\]]+)\]\((?P<target>[\w.-]+\.ipynb)\)"
+                   r"(?: \(\[open it in Colab\]\([^)]*\)\))?(?P<rest>.*)$", re.MULTILINE)
+_SETUP_STARTS = ("# Setup", "# @title Setup")   # the setup cell, as written now or before
 
 
 def refresh_front_matter(nb, path):
@@ -136,6 +143,9 @@ def refresh_front_matter(nb, path):
     if there is none, right after the cell's first line (the lesson's title). The
     setup cell is the first code cell when it starts with the setup comment; its
     source is replaced. Otherwise a setup cell is inserted before the first code cell.
+    Either way it gets :data:`helpers.course.SETUP_METADATA` (collapsed in JupyterLab,
+    a form in Colab). Every "**Next:** [text](NN_name.ipynb)" line is rewritten by
+    :func:`helpers.course.next_lesson_line`: the relative link and a Colab link.
     """
     badge = course.colab_badge(path)
     first_code = next((i for i, c in enumerate(nb.cells) if c.cell_type == "code"), len(nb.cells))
@@ -150,12 +160,19 @@ def refresh_front_matter(nb, path):
         title, _, rest = markdown.source.partition("\n")
         markdown.source = f"{title}\n\n{badge}" + (f"\n\n{rest.lstrip(chr(10))}" if rest.strip() else "")
     setup = course.setup_cell_source()
-    if first_code < len(nb.cells) and nb.cells[first_code].source.startswith("# Setup"):
+    if first_code < len(nb.cells) and nb.cells[first_code].source.startswith(_SETUP_STARTS):
         nb.cells[first_code].source = setup
     else:
         cell = nbformat.v4.new_code_cell(setup)
         cell["id"] = "setup"
         nb.cells.insert(first_code, cell)
+    nb.cells[first_code].metadata.update(copy.deepcopy(course.SETUP_METADATA))
+    folder = path.rsplit("/", 1)[0] if "/" in path else "."
+    for cell in nb.cells:
+        if cell.cell_type == "markdown":
+            cell.source = _NEXT.sub(
+                lambda m: course.next_lesson_line(m["text"], m["target"], folder) + m["rest"],
+                cell.source)
     return nb
 
 
@@ -184,7 +201,8 @@ def main(argv=None):
                              "or a solution's badge or setup cell is")
     args = parser.parse_args(argv)
     stale = []
-    for path in sorted(args.solutions.glob("*.ipynb")):
+    for lesson in course.lessons(args.solutions):
+        path = args.solutions / f"{lesson}.ipynb"
         text, current = refreshed_solution_text(path), path.read_text(encoding="utf-8")
         if text != current:
             stale.append(path)

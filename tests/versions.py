@@ -1,0 +1,38 @@
+"""Shared by the lesson check tests: run a learner-style version of an exercise through its check.
+
+Each lesson's test file keeps tables ``{exercise: {label: version}}`` of wrong versions
+(with the phrase the message must contain) and right ones; these helpers do the rest.
+"""
+
+import pytest
+
+from helpers.checking import ExerciseError, evaluate
+from helpers.checks import check
+from helpers.exercises import EXERCISES
+
+
+def table(by_exercise):
+    """pytest parameters ``(exercise name, label)`` for every version in the tables."""
+    return [pytest.param(name, label, id=f"{name}-{label}")
+            for name, versions in by_exercise.items() for label in sorted(versions)]
+
+
+def failing_message(name, fn):
+    """The notebook check's message for a wrong ``fn`` (fails the test if the check passes)."""
+    with pytest.raises(ExerciseError) as info:
+        check(name, fn)
+    return str(info.value)
+
+
+def fails_hidden(name, fn):
+    """Whether ``fn`` loses points on the grader's hidden cases."""
+    exercise = EXERCISES[name]
+    return not evaluate(exercise, fn, exercise.cases(hidden=True)).ok
+
+
+def passes_everywhere(name, fn, capsys):
+    """Whether the check passes ``fn``, says so, keeps it, and the hidden cases pass too."""
+    exercise = EXERCISES[name]
+    kept = check(name, fn) is fn
+    shown = "passed" in capsys.readouterr().out
+    return kept and shown and evaluate(exercise, fn, exercise.cases(hidden=True)).ok
