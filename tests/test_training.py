@@ -8,7 +8,7 @@ from the code under test. Timings are in benchmarks/run.py, not here.
 import numpy as np
 import pytest
 
-from helpers import reference, training
+from helpers import training
 from helpers.corpus import Split
 
 VOCAB = 85
@@ -189,34 +189,7 @@ def test_accuracy_counts_a_sentence_only_when_every_answer_is_right():
     np.testing.assert_allclose(attention, [[0.5], [1.0]], atol=1e-9)
 
 
-# ----------------------------------------------------------------- Adam
-def test_adam_first_step_moves_every_entry_by_lr_downhill():
-    # t = 1, m = v = 0: m_hat = grad and v_hat = grad**2, so the step is lr * grad / (|grad| + eps).
-    param, grad = np.array([1.0, -2.0, 0.5]), np.array([0.5, -4.0, 1e-3])
-    new, m, v = reference.adam_step(param, grad, np.zeros(3), np.zeros(3), t=1, lr=0.01)
-    np.testing.assert_allclose(new, param - 0.01 * grad / (np.abs(grad) + 1e-8), rtol=1e-12)
-    np.testing.assert_allclose(m, [0.05, -0.4, 1e-4])         # 0.1 * grad
-    np.testing.assert_allclose(v, [0.00025, 0.016, 1e-9])     # 0.001 * grad**2
-
-
-def test_adam_second_step_by_hand():
-    # m1 = 0.1 g1 = 0.2, v1 = 0.001 g1^2 = 0.004 (g1 = 2); g2 = 1:
-    # m2 = 0.9*0.2 + 0.1*1 = 0.28, v2 = 0.999*0.004 + 0.001*1 = 0.004996,
-    # m_hat = 0.28 / 0.19, v_hat = 0.004996 / (1 - 0.999**2) = 0.004996 / 0.001999
-    new, m, v = reference.adam_step(np.array([3.0]), np.array([1.0]), np.array([0.2]),
-                                   np.array([0.004]), t=2, lr=0.1, eps=0.0)
-    expected = 3.0 - 0.1 * (0.28 / 0.19) / np.sqrt(0.004996 / 0.001999)
-    assert new[0] == pytest.approx(expected, rel=1e-12)
-    assert m[0] == pytest.approx(0.28) and v[0] == pytest.approx(0.004996)
-
-
-def test_adam_leaves_its_inputs_alone():
-    arrays = [np.array([1.0, 2.0]), np.array([0.3, -0.2]), np.array([0.1, 0.1]), np.array([0.2, 0.3])]
-    before = [a.copy() for a in arrays]
-    reference.adam_step(*arrays, t=4)
-    assert all(np.array_equal(a, b) for a, b in zip(arrays, before))
-
-
+# ----------------------------------------------------------------- the step size
 @pytest.mark.parametrize("d_model, start", [(32, 0.01), (64, 0.005), (128, 0.0025)])
 def test_learning_rate_starts_at_0_01_times_32_over_d_model_and_falls_linearly(d_model, start):
     steps = 4
