@@ -132,7 +132,7 @@ MISTAKES = [
              "*squared* gradient; its square root has the gradient's units, so the step is "
              "about lr whatever the gradient's size.", sqrt=False),
     _mistake("eps is inside the square root: use sqrt(v_hat) + eps, not sqrt(v_hat + eps). "
-             "With tiny gradients (v around 1e-12) the two differ a hundredfold.", eps_inside=True),
+             "With tiny gradients (v_hat around 1e-12) the two differ a hundredfold.", eps_inside=True),
     _mistake("beta1 and beta2 are swapped: m (the gradient's average) uses beta1 = 0.9, "
              "v (the squared gradient's average) uses beta2 = 0.999.", swap_betas=True),
     _mistake("the step goes up the gradient: subtract lr * m_hat / (sqrt(v_hat) + eps) "
