@@ -31,7 +31,7 @@ from . import reference
 # ----------------------------------------------------------------- hyperparameters
 BATCH_SIZE = 16            # sentences per step
 LEARNING_RATE = 1e-2       # Adam's step size at d_model = 32 (see learning_rate)
-WEIGHT_DECAY = 0.1         # each step shrinks every parameter by LEARNING_RATE * WEIGHT_DECAY
+WEIGHT_DECAY = 0.1         # each step multiplies every parameter by 1 - lr * WEIGHT_DECAY
 CORPUS_SEED = 0            # the train/test split is the same for every run
 TASKS = {
     # task: (the relations it asks about, default number of steps)
