@@ -16,6 +16,7 @@ def bench(monkeypatch):
     monkeypatch.setattr(module, "MATMUL_SIZE", 64)
     monkeypatch.setattr(module, "MHA", dict(n=16, d_model=32, num_heads=4))
     monkeypatch.setattr(module, "ONLINE", dict(n=300, d=8, block_size=64))
+    monkeypatch.setattr(module, "TRAINING", dict(steps=3, seeds=range(1)))
     return module
 
 
@@ -42,3 +43,11 @@ def test_benchmark_prints_one_step_of_every_lessons_slider(bench, capsys):
 def test_benchmark_main_without_notebooks_exits_0_with_a_summary(bench, capsys):
     assert bench.main(["--no-notebooks", "--repeat", "1"]) == 0
     assert "summary:" in capsys.readouterr().out
+
+
+def test_benchmark_prints_lesson_08_training_for_both_dtypes_and_each_seed(bench, capsys, monkeypatch):
+    monkeypatch.setattr(bench, "TRAINING", dict(steps=3, seeds=range(2)))   # tiny: runs, not speed
+    assert bench.bench_training(repeat=1) in (True, False)
+    out = capsys.readouterr().out
+    assert "float64" in out and "float32" in out and "steps/s" in out
+    assert "seed 0:" in out and "seed 1:" in out

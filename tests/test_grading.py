@@ -582,6 +582,30 @@ IMPLEMENTATIONS = {
                 return (4 if with_output_projection else 3) * d_model / 2
             """),
     ],
+    "adam_step": [
+        Impl("no bias correction", """
+            def adam_step(param, grad, m, v, t, lr=0.01, beta1=0.9, beta2=0.999, eps=1e-8):
+                m = beta1 * m + (1 - beta1) * grad
+                v = beta2 * v + (1 - beta2) * grad ** 2
+                return param - lr * m / (np.sqrt(v) + eps), m, v
+            """, feedback="the bias correction is missing"),
+        Impl("eps inside the root", """
+            def adam_step(param, grad, m, v, t, lr=0.01, beta1=0.9, beta2=0.999, eps=1e-8):
+                m = beta1 * m + (1 - beta1) * grad
+                v = beta2 * v + (1 - beta2) * grad * grad
+                return param - lr * (m / (1 - beta1 ** t)) / np.sqrt(v / (1 - beta2 ** t) + eps), m, v
+            """, feedback="eps is inside the square root"),
+        Impl("entry by entry", """
+            def adam_step(param, grad, m, v, t, lr=0.01, beta1=0.9, beta2=0.999, eps=1e-8):
+                new, m, v = param.copy(), m.copy(), v.copy()
+                for i in np.ndindex(param.shape):
+                    m[i] = beta1 * m[i] + (1 - beta1) * grad[i]
+                    v[i] = beta2 * v[i] + (1 - beta2) * grad[i] ** 2
+                    m_hat, v_hat = m[i] / (1 - beta1 ** t), v[i] / (1 - beta2 ** t)
+                    new[i] = param[i] - lr * m_hat / (math.sqrt(v_hat) + eps)
+                return new, m, v
+            """),
+    ],
     "causal_online_softmax_attention": [
         Impl("no mask", """
             def causal_online_softmax_attention(Q, K, V, block_size=128):

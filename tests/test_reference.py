@@ -241,6 +241,34 @@ def test_online_attention_survives_huge_scores():
     np.testing.assert_allclose(ref.online_softmax_attention(Q, K, V, 1), [[3.0]])
 
 
+# ----------------------------------------------------------------- adam_step
+def test_adam_first_step_moves_every_entry_by_lr_downhill():
+    # t = 1, m = v = 0: m_hat = grad and v_hat = grad**2, so the step is lr * grad / (|grad| + eps).
+    param, grad = np.array([1.0, -2.0, 0.5]), np.array([0.5, -4.0, 1e-3])
+    new, m, v = ref.adam_step(param, grad, np.zeros(3), np.zeros(3), t=1, lr=0.01)
+    np.testing.assert_allclose(new, param - 0.01 * grad / (np.abs(grad) + 1e-8), rtol=1e-12)
+    np.testing.assert_allclose(m, [0.05, -0.4, 1e-4])         # 0.1 * grad
+    np.testing.assert_allclose(v, [0.00025, 0.016, 1e-9])     # 0.001 * grad**2
+
+
+def test_adam_second_step_by_hand():
+    # m1 = 0.1 g1 = 0.2, v1 = 0.001 g1^2 = 0.004 (g1 = 2); g2 = 1:
+    # m2 = 0.9*0.2 + 0.1*1 = 0.28, v2 = 0.999*0.004 + 0.001*1 = 0.004996,
+    # m_hat = 0.28 / 0.19, v_hat = 0.004996 / (1 - 0.999**2) = 0.004996 / 0.001999
+    new, m, v = ref.adam_step(np.array([3.0]), np.array([1.0]), np.array([0.2]),
+                                   np.array([0.004]), t=2, lr=0.1, eps=0.0)
+    expected = 3.0 - 0.1 * (0.28 / 0.19) / np.sqrt(0.004996 / 0.001999)
+    assert new[0] == pytest.approx(expected, rel=1e-12)
+    assert m[0] == pytest.approx(0.28) and v[0] == pytest.approx(0.004996)
+
+
+def test_adam_leaves_its_inputs_alone():
+    arrays = [np.array([1.0, 2.0]), np.array([0.3, -0.2]), np.array([0.1, 0.1]), np.array([0.2, 0.3])]
+    before = [a.copy() for a in arrays]
+    ref.adam_step(*arrays, t=4)
+    assert all(np.array_equal(a, b) for a, b in zip(arrays, before))
+
+
 # ----------------------------------------------------------------- dtype and batches
 FLOAT32_CALLS = {
     "project_qkv": lambda a: ref.project_qkv(a, *[np.ones((3, 3), np.float32)] * 3)[0],
@@ -252,6 +280,7 @@ FLOAT32_CALLS = {
     "multi_head_attention": lambda a: ref.multi_head_attention(
         a, *[np.eye(3, dtype=np.float32)] * 4, num_heads=3)[0],
     "online_softmax_attention": lambda a: ref.online_softmax_attention(a, a, a, 2),
+    "adam_step": lambda a: ref.adam_step(a, a, a, a * a, t=3)[0],
 }
 
 
@@ -339,6 +368,11 @@ ERRORS = [
      "online_softmax_attention: Q has d_k=2 but K has d_k=3"),
     (lambda: ref.scaled_dot_product_attention(E((2, 3, 2)), E((4, 4, 2)), E((4, 4, 2))),
      ValueError, "scaled_dot_product_attention: the leading (batch) dimensions do not match"),
+    (lambda: ref.adam_step(E((2, 3)), E((3, 2)), E((2, 3)), E((2, 3)), 1), ValueError,
+     "adam_step: grad must have the shape of param (2, 3), got (3, 2)"),
+    (lambda: ref.adam_step(E(3), E(3), E(3), E(3), 0), ValueError, "adam_step: t must be positive"),
+    (lambda: ref.adam_step(E(3), E(3), E(3), E(3), 1.0), TypeError,
+     "adam_step: t must be a whole number"),
 ]
 
 

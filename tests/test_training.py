@@ -1,0 +1,221 @@
+"""Lesson 08's training: the model's gradient, Adam, reproducibility, the thresholds, bad arguments.
+
+Expected values come from hand calculations on tiny inputs or from a different method
+(central finite differences written here, a softmax written out with np.exp), never
+from the code under test. Timings are in benchmarks/run.py, not here.
+"""
+
+import numpy as np
+import pytest
+
+from helpers import training
+from helpers.corpus import Split
+
+VOCAB = 85
+
+
+@pytest.fixture(scope="module")
+def corpus():
+    return training.load_corpus()
+
+
+# ----------------------------------------------------------------- the thresholds (seed 0)
+@pytest.fixture(scope="module")
+def coreference():
+    return training.train_attention("coreference")
+
+
+@pytest.fixture(scope="module")
+def two_heads():
+    return training.train_attention("two_relations", num_heads=2)
+
+
+def test_coreference_reaches_95_percent_on_held_out_sentences(coreference):
+    assert coreference["accuracy"] >= 0.95
+
+
+def test_coreference_pronoun_attends_to_its_noun(coreference):
+    assert coreference["attention_to_targets"].shape == (1, 1)
+    assert coreference["attention_to_targets"][0, 0] >= 0.7
+
+
+def test_it_puts_at_least_0_7_of_its_weight_on_its_noun(coreference, corpus):
+    test = corpus.test
+    rows = np.arange(len(test))
+    _, _, weights = training.forward(coreference["params"], test.tokens, num_heads=1)
+    is_it = test.tokens[rows, test.query] == corpus.vocab.index("it")
+    on_noun = weights[rows, 0, test.query, test.targets[:, 0]]
+    assert is_it.sum() > 1000
+    assert on_noun[is_it].mean() >= 0.7
+
+
+def test_two_heads_reach_95_percent_on_both_relations(two_heads):
+    assert two_heads["accuracy"] >= 0.95
+
+
+def test_two_heads_each_take_one_relation(two_heads):
+    table = two_heads["attention_to_targets"]            # (relations, heads)
+    assert table.shape == (2, 2)
+    best = table.argmax(axis=1)                          # each relation's head
+    assert best[0] != best[1]
+    assert table[0, best[0]] >= 0.6 and table[1, best[1]] >= 0.6
+
+
+def test_one_head_on_two_relations_returns_one_column():
+    result = training.train_attention("two_relations", num_heads=1, steps=5)
+    assert result["attention_to_targets"].shape == (2, 1)
+    assert 0.0 <= result["accuracy"] <= 1.0
+
+
+# ----------------------------------------------------------------- reproducibility
+def test_same_seed_gives_the_same_loss_curve_bit_for_bit():
+    a = training.train_attention("coreference", steps=30, seed=3)["loss"]
+    b = training.train_attention("coreference", steps=30, seed=3)["loss"]
+    assert np.array_equal(a, b)
+
+
+def test_another_seed_gives_another_loss_curve():
+    a = training.train_attention("coreference", steps=30, seed=3)["loss"]
+    b = training.train_attention("coreference", steps=30, seed=4)["loss"]
+    assert not np.array_equal(a, b)
+
+
+@pytest.mark.parametrize("steps", [1, 7])
+def test_one_loss_per_step(steps):
+    loss = training.train_attention("two_relations", steps=steps)["loss"]
+    assert loss.shape == (steps,) and np.all(np.isfinite(loss))
+
+
+def test_default_steps_are_the_tasks():
+    assert training.TASKS["coreference"][1] > 0
+    result = training.train_attention("coreference", steps=None, d_model=2, num_heads=2)
+    assert len(result["loss"]) == training.TASKS["coreference"][1]
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+def test_dtype_is_kept_in_every_parameter(dtype):
+    result = training.train_attention("coreference", steps=3, dtype=dtype)
+    assert {str(p.dtype) for p in result["params"].values()} == {dtype}
+
+
+# ----------------------------------------------------------------- the whole model's gradient
+def central_differences(f, x, eps=1e-6):
+    """(f(x + eps e_i) - f(x - eps e_i)) / (2 eps) for every entry i (written here, on purpose)."""
+    grad = np.zeros_like(x)
+    for i in np.ndindex(x.shape):
+        plus, minus = x.copy(), x.copy()
+        plus[i] += eps
+        minus[i] -= eps
+        grad[i] = (f(plus) - f(minus)) / (2 * eps)
+    return grad
+
+
+def tiny_setup(num_relations, seed=0):
+    corpus = training.load_corpus()
+    rng = np.random.default_rng(seed)
+    params = training.init_params(len(corpus.vocab), 4, num_relations, rng)
+    batch = training.sample_batch(corpus.train, rng, batch_size=3)
+    return params, batch
+
+
+@pytest.mark.parametrize("num_heads, scale, num_relations",
+                         [(1, True, 1), (2, True, 1), (2, False, 1), (1, False, 2), (4, True, 2)])
+def test_every_gradient_matches_central_differences(num_heads, scale, num_relations):
+    params, batch = tiny_setup(num_relations)
+    _, grads = training.loss_and_grads(params, batch, num_heads, scale)
+    assert set(grads) == set(params)
+    for name, value in params.items():
+        def loss_of(Z):
+            return training.loss_and_grads({**params, name: Z}, batch, num_heads, scale)[0]
+        numeric = central_differences(loss_of, value)
+        assert grads[name].shape == value.shape
+        np.testing.assert_allclose(grads[name], numeric, rtol=1e-5, atol=1e-8, err_msg=name)
+
+
+def test_loss_with_a_zero_readout_is_ln_of_the_vocabulary(corpus):
+    params, batch = tiny_setup(2)
+    params["W_out"] = np.zeros_like(params["W_out"])     # every word scores 0: uniform guess
+    loss, _ = training.loss_and_grads(params, batch, num_heads=1)
+    assert loss == pytest.approx(np.log(len(corpus.vocab)))
+
+
+# ----------------------------------------------------------------- the forward pass
+def softmax_rows(S):
+    E = np.exp(S - S.max(axis=-1, keepdims=True))
+    return E / E.sum(axis=-1, keepdims=True)
+
+
+@pytest.mark.parametrize("scale, divide", [(True, np.sqrt(8)), (False, 1.0)])
+def test_scale_false_gives_plain_q_dot_k_scores(scale, divide):
+    corpus = training.load_corpus()
+    params = training.init_params(len(corpus.vocab), 16, 1, np.random.default_rng(5))
+    tokens = corpus.test.tokens[:4]
+    _, _, weights = training.forward(params, tokens, num_heads=2, scale=scale)
+    X = params["tok"][tokens] + params["pos"]
+    for head in range(2):
+        cols = slice(8 * head, 8 * head + 8)
+        Q, K = X @ params["W_q"][:, cols], X @ params["W_k"][:, cols]
+        expected = softmax_rows(Q @ np.swapaxes(K, 1, 2) / divide)
+        np.testing.assert_allclose(weights[:, head], expected, rtol=1e-10, atol=1e-12)
+
+
+def test_uniform_attention_gives_a_tenth_on_every_target(corpus):
+    params = training.init_params(len(corpus.vocab), 8, 2, np.random.default_rng(0))
+    params["W_q"] = np.zeros_like(params["W_q"])         # every score 0: weights 1/10 each
+    _, attention = training.evaluate(params, corpus.test, num_heads=2)
+    np.testing.assert_allclose(attention, np.full((2, 2), 0.1), rtol=1e-12)
+
+
+def test_accuracy_counts_a_sentence_only_when_every_answer_is_right():
+    # A model made by hand: 4 words, d_model = 4. Column 0 of X is 1 for every word, plus 50
+    # at position 1 (the position embedding), so every query [1, 0, 0, 0] scores position 1
+    # at (1 + 50) / sqrt(4) and every other position at 1 / 2: all weight on position 1. The
+    # values drop column 0 and keep the word's one-hot part, and each readout is the identity:
+    # the model names the word at position 1, for both relations.
+    tokens = np.array([[0, 1, 2, 3], [0, 2, 1, 3]])
+    split = Split(["a b c d", "a c b d"], tokens, query=np.array([3, 3]),
+                  targets=np.array([[1, 1], [2, 1]]), nouns=np.array([[1, 2], [1, 2]]))
+    pick_column_0 = np.diag([1.0, 0, 0, 0])
+    pos = np.zeros((4, 4))
+    pos[1, 0] = 50.0
+    params = {"tok": np.hstack([np.ones((4, 1)), np.eye(4)[:, 1:]]), "pos": pos,
+              "W_q": pick_column_0, "W_k": pick_column_0, "W_v": np.diag([0.0, 1, 1, 1]),
+              "W_o": np.eye(4), "W_out": np.stack([np.eye(4), np.eye(4)])}
+    accuracy, attention = training.evaluate(params, split, num_heads=1)
+    # Sentence 1: both answers are the word at position 1: right. Sentence 2: relation 0's
+    # answer is the word at position 2, but the model names position 1's: the sentence is
+    # wrong although relation 1 is right (a mean over relations would give 0.75).
+    assert accuracy == 0.5
+    np.testing.assert_allclose(attention, [[0.5], [1.0]], atol=1e-9)
+
+
+# ----------------------------------------------------------------- the step size
+@pytest.mark.parametrize("d_model, start", [(32, 0.01), (64, 0.005), (128, 0.0025)])
+def test_learning_rate_starts_at_0_01_times_32_over_d_model_and_falls_linearly(d_model, start):
+    steps = 4
+    rates = [training.learning_rate(step, steps, d_model) for step in range(1, steps + 1)]
+    np.testing.assert_allclose(rates, [start, 0.75 * start, 0.5 * start, 0.25 * start])
+
+
+# ----------------------------------------------------------------- bad arguments
+BAD = [
+    (dict(task="translation"), ValueError, "unknown task 'translation'"),
+    (dict(task="coreference", d_model=30, num_heads=4), ValueError,
+     "d_model=30 is not divisible by num_heads=4"),
+    (dict(task="coreference", num_heads=0), ValueError, "num_heads must be positive"),
+    (dict(task="coreference", d_model=-8), ValueError, "d_model must be positive"),
+    (dict(task="coreference", num_heads=2.0), TypeError, "num_heads must be a whole number"),
+    (dict(task="coreference", d_model="32"), TypeError, "d_model must be a whole number"),
+    (dict(task="coreference", steps=0), ValueError, "steps must be a positive whole number"),
+    (dict(task="coreference", steps=2.5), ValueError, "steps must be a positive whole number"),
+    (dict(task="coreference", scale="no"), TypeError, "scale must be True or False"),
+    (dict(task="coreference", seed=-1), ValueError, "seed must be a whole number"),
+    (dict(task="coreference", dtype="float16"), ValueError, "dtype must be one of"),
+]
+
+
+@pytest.mark.parametrize("kwargs, error, message", BAD, ids=[m for _, _, m in BAD])
+def test_bad_argument_gets_a_clear_error_naming_it(kwargs, error, message):
+    task = kwargs.pop("task")
+    with pytest.raises(error, match=message):
+        training.train_attention(task, **kwargs)
