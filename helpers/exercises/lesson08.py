@@ -57,15 +57,19 @@ def make_cases(rng, hidden):
         ((6,), 100, "a vector", 1.0, False, {}),
         ((2, 3, 4), 1000, "a 3-D array", 0.5, False, {"lr": 3e-3}),
     ]
-    if hidden:
+    if hidden:   # the grader's shapes and step counts, drawn afresh for each grading run
+        size = lambda low, high: int(rng.integers(low, high + 1))
+        rows, cols = (int(v) for v in rng.choice(np.arange(2, 7), size=2, replace=False))
         specs = [
-            ((5, 2), 1, "the first step (m = v = 0)", 2.0, True, {}),
-            ((3, 5), 7, "a later step", 1.0, False, {}),
-            ((4, 4), 2, "explicit hyperparameters", 0.3, False,
-             {"lr": 0.05, "beta1": 0.7, "beta2": 0.95, "eps": 1e-6}),
-            ((2, 2), 3, "tiny gradients (about 1e-6)", 1e-6, False, {}),
-            ((7,), 50, "a vector", 1.0, False, {}),
-            ((3, 2, 2), 500, "a 3-D array", 1.0, False, {"lr": 1e-3}),
+            # large gradients: eps does not show here (the tiny-gradient case names eps mistakes)
+            ((rows, cols), 1, "the first step (m = v = 0)", 50.0, True, {}),
+            ((cols, rows), size(4, 10), "a later step", 1.0, False, {}),
+            ((size(2, 5), size(2, 5)), size(2, 4), "explicit hyperparameters", 3.0, False,
+             {"lr": 0.05, "beta1": 0.7, "beta2": 0.95}),
+            ((size(2, 4), size(2, 4)), size(2, 5), "tiny gradients (about 1e-6)", 1e-6, False, {}),
+            ((size(3, 9),), size(30, 80), "a vector", 1.0, False, {}),
+            ((size(2, 4), size(2, 3), size(2, 3)), size(300, 800), "a 3-D array", 1.0, False,
+             {"lr": 1e-3}),
         ]
     return [_case(rng, shape, t, label, scale, fresh, **kw)
             for shape, t, label, scale, fresh, kw in specs]
