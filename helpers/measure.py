@@ -13,7 +13,7 @@ import tracemalloc
 import numpy as np
 
 __all__ = ["median_time", "traced_peak", "format_bytes", "median_times", "traced_peaks",
-           "times_table", "crossing", "plot_times", "slider_step_report"]
+           "times_table", "crossing", "plot_times", "plot_peaks", "slider_step_report"]
 
 
 def _positive(where, name, value):
@@ -258,3 +258,45 @@ def plot_times(ax, sizes, times, colours, exponents=None, guides=(), title="", x
     ax.set_title(title)
     ax.set_xlabel(xlabel)
     ax.set_ylabel("median time per call (ms)")
+
+
+def plot_peaks(ax, sizes, peaks, colours, exponents=None, linestyles=None, title="", xlabel="n",
+               ylabel="peak traced memory (MiB)"):
+    """Draw memory (bytes) in MiB against sizes on log-log axes, one line per name.
+
+    The memory twin of :func:`plot_times`: the same markers, in the same order.
+
+    Parameters
+    ----------
+    ax : matplotlib Axes
+    sizes : 1-D array, shape (m,)
+    peaks : dict name -> sequence of bytes, shape (m,)
+        E.g. what :func:`traced_peaks` returns.
+    colours : dict name -> colour
+    exponents : dict name -> float, optional
+        Fitted exponents, written in the legend (``"tiled: fitted k = 1.02"``); names
+        left out of it get their plain name.
+    linestyles : sequence of str, one per name, optional
+        ``"-"``, ``"--"``, ``":"`` ...: lets a line lying on another stay visible.
+        Solid lines by default.
+    title, xlabel, ylabel : str
+    """
+    from .plots import log_axes
+
+    sizes = np.asarray(sizes)
+    exponents = exponents or {}
+    linestyles = ["-"] * len(peaks) if linestyles is None else list(linestyles)
+    if len(linestyles) != len(peaks):
+        raise ValueError(f"plot_peaks: {len(linestyles)} linestyles for {len(peaks)} lines")
+    markers = "os^vDP*"
+    for i, (name, p) in enumerate(peaks.items()):
+        if np.shape(p) != sizes.shape:
+            raise ValueError(f"plot_peaks: peaks[{name!r}] has shape {np.shape(p)}, "
+                             f"sizes has shape {sizes.shape}")
+        label = f"{name}: fitted k = {exponents[name]:.2f}" if name in exponents else name
+        ax.plot(sizes, np.asarray(p) / 2**20, markers[i % len(markers)] + linestyles[i],
+                color=colours[name], label=label)
+    log_axes(ax, xticks=sizes)
+    ax.set_title(title)
+    ax.set_xlabel(xlabel)
+    ax.set_ylabel(ylabel)

@@ -292,6 +292,40 @@ def _place_labels(ax, labels, avoid, gap=6):
         taken.append(box)
 
 
+def saturation_panel(ax, dks, measured, *, one_hot, uniform, title, ylabel):
+    """One panel of lesson 02's saturation figure: a statistic of softmax rows against d_k.
+
+    The statistic without scaling (orange circles) and divided by √d_k (blue squares),
+    with grey lines at its value for a one-hot row (dotted) and a uniform row (dashed),
+    on a log x axis.
+
+    Parameters
+    ----------
+    ax : matplotlib Axes
+    dks : 1-D array, shape (m,)
+        The d_k measured (powers of two); every other one is labelled.
+    measured : dict with keys "raw" and "scaled", each a sequence of shape (m,)
+        The statistic (e.g. the mean largest weight) at each d_k.
+    one_hot, uniform : float
+        The statistic for a one-hot row and for a uniform row.
+    title, ylabel : str
+    """
+    dks = np.asarray(dks)
+    for name in ("raw", "scaled"):
+        if np.shape(measured[name]) != dks.shape:
+            raise ValueError(f"saturation_panel: measured[{name!r}] has shape "
+                             f"{np.shape(measured[name])}, dks has shape {dks.shape}")
+    ax.plot(dks, measured["raw"], "o-", color=ORANGE, label="no scaling")
+    ax.plot(dks, measured["scaled"], "s-", color=BLUE, label="divided by √d_k")
+    ax.axhline(one_hot, color="gray", linestyle=":", label=f"one-hot ({one_hot:g})")
+    ax.axhline(uniform, color="gray", linestyle="--", label=f"uniform ({uniform:.2g})")
+    log_axes(ax, "x", xticks=dks[::2])
+    ax.set_title(title)
+    ax.set_xlabel("d_k")
+    ax.set_ylabel(ylabel)
+    ax.legend()
+
+
 def dk_figure(words, softmax, query="it", samples=1000):
     """Lesson 02's d_k figure, built once, and the function that puts in one d_k's numbers.
 

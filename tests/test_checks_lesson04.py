@@ -3,18 +3,14 @@
 Wrong versions are written here the way a learner might write them (loops, np.split,
 plain reshapes), independently of the mistake catalogue in helpers/exercises/lesson04.py;
 each must get its specific message. Correct versions written in other ways must pass.
+Both tables (``WRONG_BY_EXERCISE``, ``RIGHT_BY_EXERCISE``) are run in test_checks_versions.py.
 """
 
 import numpy as np
 import pytest
 
 from helpers import reference
-from helpers.checking import ExerciseError, evaluate
-from helpers.checks import check
 from helpers.exercises import EXERCISES
-
-NAMES = ["split_heads", "merge_heads", "multi_head_attention", "split_heads_batched"]
-
 
 # ---------------------------------------------------------------- split_heads
 def _d_head(X, h):
@@ -262,44 +258,14 @@ BATCHED_RIGHT = {
 }
 
 
-WRONG = {"split_heads": SPLIT_WRONG, "merge_heads": MERGE_WRONG, "multi_head_attention": MHA_WRONG,
-         "split_heads_batched": BATCHED_WRONG}
-RIGHT = {"split_heads": SPLIT_RIGHT, "merge_heads": MERGE_RIGHT, "multi_head_attention": MHA_RIGHT,
-         "split_heads_batched": BATCHED_RIGHT}
-
-
-@pytest.mark.parametrize("name, case", [(n, c) for n in NAMES for c in sorted(WRONG[n])])
-def test_wrong_version_gets_its_specific_message(name, case):
-    fn, message = WRONG[name][case]
-    with pytest.raises(ExerciseError) as info:
-        check(name, fn)
-    assert message in str(info.value)
-
-
-@pytest.mark.parametrize("name, case", [(n, c) for n in NAMES for c in sorted(RIGHT[n])])
-def test_any_correct_version_passes_and_is_kept(name, case, capsys):
-    fn = RIGHT[name][case]
-    assert check(name, fn) is fn
-    assert "passed all" in capsys.readouterr().out
-
-
-@pytest.mark.parametrize("name, case", [(n, c) for n in NAMES for c in sorted(RIGHT[n])])
-def test_any_correct_version_passes_the_hidden_cases(name, case):
-    exercise = EXERCISES[name]
-    report = evaluate(exercise, RIGHT[name][case], exercise.cases(hidden=True))
-    assert report.ok, report.failures
-
-
-@pytest.mark.parametrize("name, case", [(n, c) for n in NAMES for c in sorted(WRONG[n])])
-def test_wrong_version_fails_the_hidden_cases_with_the_same_message(name, case):
-    fn, message = WRONG[name][case]
-    exercise = EXERCISES[name]
-    report = evaluate(exercise, fn, exercise.cases(hidden=True), stop_at_first_failure=True)
-    assert report.failures and message in report.failures[0]
+WRONG_BY_EXERCISE = {"split_heads": SPLIT_WRONG, "merge_heads": MERGE_WRONG,
+                     "multi_head_attention": MHA_WRONG, "split_heads_batched": BATCHED_WRONG}
+RIGHT_BY_EXERCISE = {"split_heads": SPLIT_RIGHT, "merge_heads": MERGE_RIGHT,
+                     "multi_head_attention": MHA_RIGHT, "split_heads_batched": BATCHED_RIGHT}
 
 
 @pytest.mark.parametrize("hidden", [False, True])
-@pytest.mark.parametrize("name", NAMES)
+@pytest.mark.parametrize("name", list(WRONG_BY_EXERCISE))
 def test_first_case_separates_tokens_heads_and_head_size(name, hidden):
     exercise = EXERCISES[name]
     first = exercise.cases(hidden)[0]

@@ -1,12 +1,13 @@
-"""Lesson 06 check: online_softmax_attention names the known mistakes and passes any
-correct implementation. The wrong versions are written the way a learner would."""
+"""Lesson 06 checks: online_softmax_attention and causal_online_softmax_attention name the
+known mistakes (building the whole score grid among them) and pass any correct implementation.
+The wrong versions are written the way a learner would; both tables (``WRONG_BY_EXERCISE``,
+``RIGHT_BY_EXERCISE``) are run in test_checks_versions.py."""
 
 import numpy as np
 import pytest
 
 from helpers import reference
-from helpers.checking import ExerciseError, evaluate
-from helpers.checks import check
+from helpers.checking import evaluate
 from helpers.exercises import EXERCISES, lesson06
 
 
@@ -35,30 +36,6 @@ def tiled(Q, K, V, block_size, *, rescale=True, divide=True, stop=None, pad=Fals
     return acc / running_sum[:, None] if divide else acc
 
 
-WRONG = {
-    "no rescale": (lambda Q, K, V, block_size=128: tiled(Q, K, V, block_size, rescale=False),
-                   "are not rescaled when the max changes"),
-    "no final division": (lambda Q, K, V, block_size=128: tiled(Q, K, V, block_size, divide=False),
-                          "the final division is missing"),
-    "last partial block skipped": (
-        lambda Q, K, V, block_size=128: tiled(Q, K, V, block_size,
-                                              stop=lambda n, b: n - b + 1),
-        "off by one at the last block"),
-    "last block zero-padded": (lambda Q, K, V, block_size=128: tiled(Q, K, V, block_size, pad=True),
-                               "padded with zero keys"),
-    "no sqrt(d_k)": (lambda Q, K, V, block_size=128: tiled(Q * np.sqrt(Q.shape[1]), K, V, block_size),
-                     "not divided by sqrt(d_k)"),
-}
-
-
-@pytest.mark.parametrize("name", sorted(WRONG))
-def test_wrong_online_attention_gets_specific_message(name):
-    fn, message = WRONG[name]
-    with pytest.raises(ExerciseError) as info:
-        check("online_softmax_attention", fn)
-    assert message in str(info.value)
-
-
 def only_acc_rescaled(Q, K, V, block_size=128):
     n_q = Q.shape[0]
     m, l, acc = np.full((n_q, 1), -np.inf), np.zeros((n_q, 1)), np.zeros((n_q, V.shape[1]))
@@ -72,10 +49,21 @@ def only_acc_rescaled(Q, K, V, block_size=128):
     return acc / l
 
 
-def test_rescaling_only_the_accumulator_is_named():
-    with pytest.raises(ExerciseError) as info:
-        check("online_softmax_attention", only_acc_rescaled)
-    assert "the running sum l is not rescaled" in str(info.value)
+WRONG = {
+    "no rescale": (lambda Q, K, V, block_size=128: tiled(Q, K, V, block_size, rescale=False),
+                   "are not rescaled when the max changes"),
+    "no final division": (lambda Q, K, V, block_size=128: tiled(Q, K, V, block_size, divide=False),
+                          "the final division is missing"),
+    "last partial block skipped": (
+        lambda Q, K, V, block_size=128: tiled(Q, K, V, block_size,
+                                              stop=lambda n, b: n - b + 1),
+        "off by one at the last block"),
+    "last block zero-padded": (lambda Q, K, V, block_size=128: tiled(Q, K, V, block_size, pad=True),
+                               "padded with zero keys"),
+    "no sqrt(d_k)": (lambda Q, K, V, block_size=128: tiled(Q * np.sqrt(Q.shape[1]), K, V, block_size),
+                     "not divided by sqrt(d_k)"),
+    "only the accumulator rescaled": (only_acc_rescaled, "the running sum l is not rescaled"),
+}
 
 
 def two_pass(Q, K, V, block_size=128):
@@ -113,14 +101,6 @@ RIGHT = {
 }
 
 
-@pytest.mark.parametrize("name", sorted(RIGHT))
-def test_any_correct_online_attention_passes(name, capsys):
-    fn = RIGHT[name]
-    assert check("online_softmax_attention", fn) is fn
-    assert "passed" in capsys.readouterr().out
-
-
-
 # ----------------------------------------------------------------- causal
 def causal_tiled(Q, K, V, block_size=128, *, allowed=lambda i, j: j <= i, rescale=True,
                  skip_rows=False):
@@ -144,19 +124,26 @@ def causal_tiled(Q, K, V, block_size=128, *, allowed=lambda i, j: j <= i, rescal
     return acc / running_sum[:, None]
 
 
+def online_step(m, l, acc, s, V_b):
+    """One key block of the online softmax: the new running max m, sum l and output acc.
+
+    ``m, l`` are ``(n_q, 1)``, ``acc`` ``(n_q, d_v)``, the block's scores ``s`` ``(n_q, b)``
+    and its values ``V_b`` ``(b, d_v)``; the output is ``acc / l`` after the last block.
+    """
+    m_new = np.maximum(m, s.max(axis=1, keepdims=True))
+    p = np.exp(s - m_new)
+    l = l * np.exp(m - m_new) + p.sum(axis=1, keepdims=True)
+    return m_new, l, acc * np.exp(m - m_new) + p @ V_b
+
+
 def causal_local_positions(Q, K, V, block_size=128):
     """Masks with the key's index inside the block, as np.tril on each block would."""
     n = len(Q)
-    out = np.zeros((n, V.shape[1]))
-    m, l = np.full((n, 1), -np.inf), np.zeros((n, 1))
+    m, l, out = np.full((n, 1), -np.inf), np.zeros((n, 1)), np.zeros((n, V.shape[1]))
     for start in range(0, n, block_size):
         s = Q @ K[start:start + block_size].T / np.sqrt(Q.shape[1])
         s = np.where(np.tri(*s.shape, dtype=bool), s, -np.inf)     # forgot: shift by start
-        m_new = np.maximum(m, s.max(axis=1, keepdims=True))
-        p = np.exp(s - m_new)
-        l = l * np.exp(m - m_new) + p.sum(axis=1, keepdims=True)
-        out = out * np.exp(m - m_new) + p @ V[start:start + block_size]
-        m = m_new
+        m, l, out = online_step(m, l, out, s, V[start:start + block_size])
     return out / l
 
 
@@ -182,21 +169,6 @@ CAUSAL_RIGHT = {
 }
 
 
-@pytest.mark.parametrize("name", sorted(CAUSAL_WRONG))
-def test_wrong_causal_online_attention_gets_specific_message(name):
-    fn, message = CAUSAL_WRONG[name]
-    with pytest.raises(ExerciseError) as info:
-        check("causal_online_softmax_attention", fn)
-    assert message in str(info.value)
-
-
-@pytest.mark.parametrize("name", sorted(CAUSAL_RIGHT))
-def test_any_correct_causal_online_attention_passes(name, capsys):
-    fn = CAUSAL_RIGHT[name]
-    assert check("causal_online_softmax_attention", fn) is fn
-    assert "passed" in capsys.readouterr().out
-
-
 # ----------------------------------------------------------------- the whole grid
 def grid_then_nothing_else(Q, K, V, block_size=128):
     return reference.scaled_dot_product_attention(Q, K, V)[0]          # the (n, n) grid
@@ -216,12 +188,7 @@ def blocks_of_a_precomputed_grid(Q, K, V, block_size=128):
 def tiled_from_scores(S, V, block_size):
     m, l, acc = np.full((len(S), 1), -np.inf), np.zeros((len(S), 1)), 0.0
     for start in range(0, S.shape[1], block_size):
-        s = S[:, start:start + block_size]
-        m_new = np.maximum(m, s.max(axis=1, keepdims=True))
-        p = np.exp(s - m_new)
-        l = l * np.exp(m - m_new) + p.sum(axis=1, keepdims=True)
-        acc = acc * np.exp(m - m_new) + p @ V[start:start + block_size]
-        m = m_new
+        m, l, acc = online_step(m, l, acc, S[:, start:start + block_size], V[start:start + block_size])
     return acc / l
 
 
@@ -237,8 +204,7 @@ GRID_BUILDERS = {
     "causal_online_softmax_attention": [causal_with_a_full_mask],
 }
 TILED = {
-    "online_softmax_attention": [RIGHT["per-row running sum"], RIGHT["two passes"],
-                                 RIGHT["running log-sum-exp"], reference.online_softmax_attention],
+    "online_softmax_attention": [*RIGHT.values(), reference.online_softmax_attention],
     "causal_online_softmax_attention": [*CAUSAL_RIGHT.values(),
                                         reference.causal_online_softmax_attention],
 }
@@ -251,15 +217,16 @@ def test_a_function_that_builds_the_whole_grid_is_told_so(name, fn):
     assert message is not None and "builds the whole score grid" in message
 
 
-# The grid builders whose values are right in float64 (grid_in_float32 already fails on values).
-RIGHT_VALUES_GRID_BUILDERS = [(n, f) for n, fns in GRID_BUILDERS.items() for f in fns
-                              if f is not grid_in_float32]
-
-
-@pytest.mark.parametrize("name, fn", RIGHT_VALUES_GRID_BUILDERS, ids=lambda v: getattr(v, "__name__", v))
-def test_the_check_fails_a_grid_builder_with_right_values(name, fn):
-    with pytest.raises(ExerciseError, match="builds the whole score grid"):
-        check(name, fn)
+# The grid builders whose values are right in float64 (grid_in_float32 already fails on values):
+# wrong only in building the grid, which the check and the grader must say.
+GRID_WRONG = {
+    "online_softmax_attention": {
+        "the whole grid, then nothing else": (grid_then_nothing_else, "builds the whole score grid"),
+        "blocks of a precomputed grid": (blocks_of_a_precomputed_grid, "builds the whole score grid")},
+    "causal_online_softmax_attention": {
+        "an (n, n) boolean mask": (causal_with_a_full_mask, "builds the whole score grid")},
+}
+RIGHT_VALUES_GRID_BUILDERS = [(n, fn) for n, versions in GRID_WRONG.items() for fn, _ in versions.values()]
 
 
 @pytest.mark.parametrize("name, fn", RIGHT_VALUES_GRID_BUILDERS, ids=lambda v: getattr(v, "__name__", v))
@@ -273,3 +240,10 @@ def test_the_grader_takes_one_case_off_a_grid_builder(name, fn):
                          ids=lambda v: getattr(v, "__name__", v))
 def test_a_function_that_works_block_by_block_is_not(name, fn):
     assert lesson06.full_grid_message(fn) is None
+
+
+# ----------------------------------------------------------------- both, table-driven
+WRONG_BY_EXERCISE = {"online_softmax_attention": {**WRONG, **GRID_WRONG["online_softmax_attention"]},
+                     "causal_online_softmax_attention": {
+                         **CAUSAL_WRONG, **GRID_WRONG["causal_online_softmax_attention"]}}
+RIGHT_BY_EXERCISE = {"online_softmax_attention": RIGHT, "causal_online_softmax_attention": CAUSAL_RIGHT}

@@ -5,6 +5,7 @@ Wrong versions are written here the way a learner might write them (loops over r
 and heads, explicit Jacobians, einsum, in-place nudges), independently of the mistake
 catalogue in helpers/exercises/lesson07.py; each must get its specific message, on
 the visible and on the hidden cases. Correct versions written in other ways must pass.
+Both tables (``WRONG_BY_EXERCISE``, ``RIGHT_BY_EXERCISE``) are run in test_checks_versions.py.
 (That every catalogued mistake is named by its own message is checked for the whole
 catalogue at once, not here.)
 """
@@ -13,12 +14,7 @@ import numpy as np
 import pytest
 
 from helpers import reference
-from helpers.checking import ExerciseError, evaluate
-from helpers.checks import check
 from helpers.exercises import EXERCISES
-
-NAMES = ["softmax_backward", "attention_backward", "numerical_gradient",
-         "multi_head_attention_backward"]
 
 
 # ---------------------------------------------------------------- softmax_backward
@@ -303,40 +299,10 @@ MHA_RIGHT = {
 }
 
 
-WRONG = {"softmax_backward": SOFTMAX_WRONG, "attention_backward": ATTENTION_WRONG,
-         "numerical_gradient": NUMERICAL_WRONG, "multi_head_attention_backward": MHA_WRONG}
-RIGHT = {"softmax_backward": SOFTMAX_RIGHT, "attention_backward": ATTENTION_RIGHT,
-         "numerical_gradient": NUMERICAL_RIGHT, "multi_head_attention_backward": MHA_RIGHT}
-
-
-@pytest.mark.parametrize("name, case", [(n, c) for n in NAMES for c in sorted(WRONG[n])])
-def test_wrong_version_gets_its_specific_message(name, case):
-    fn, message = WRONG[name][case]
-    with pytest.raises(ExerciseError) as info:
-        check(name, fn)
-    assert message in str(info.value)
-
-
-@pytest.mark.parametrize("name, case", [(n, c) for n in NAMES for c in sorted(WRONG[n])])
-def test_wrong_version_fails_the_hidden_cases_with_the_same_message(name, case):
-    fn, message = WRONG[name][case]
-    exercise = EXERCISES[name]
-    report = evaluate(exercise, fn, exercise.cases(hidden=True), stop_at_first_failure=True)
-    assert report.failures and message in report.failures[0]
-
-
-@pytest.mark.parametrize("name, case", [(n, c) for n in NAMES for c in sorted(RIGHT[n])])
-def test_any_correct_version_passes_and_is_kept(name, case, capsys):
-    fn = RIGHT[name][case]
-    assert check(name, fn) is fn
-    assert "passed all" in capsys.readouterr().out
-
-
-@pytest.mark.parametrize("name, case", [(n, c) for n in NAMES for c in sorted(RIGHT[n])])
-def test_any_correct_version_passes_the_hidden_cases(name, case):
-    exercise = EXERCISES[name]
-    report = evaluate(exercise, RIGHT[name][case], exercise.cases(hidden=True))
-    assert report.ok, report.failures
+WRONG_BY_EXERCISE = {"softmax_backward": SOFTMAX_WRONG, "attention_backward": ATTENTION_WRONG,
+                     "numerical_gradient": NUMERICAL_WRONG, "multi_head_attention_backward": MHA_WRONG}
+RIGHT_BY_EXERCISE = {"softmax_backward": SOFTMAX_RIGHT, "attention_backward": ATTENTION_RIGHT,
+                     "numerical_gradient": NUMERICAL_RIGHT, "multi_head_attention_backward": MHA_RIGHT}
 
 
 @pytest.mark.parametrize("hidden", [False, True])

@@ -3,8 +3,9 @@
 Wrong versions are written here the way a learner might write them, independently of
 the mistake catalogue in helpers/exercises/lesson08.py; each must get its specific
 message, on the visible and on the hidden cases. Correct versions written in other
-ways must pass. (That every catalogued mistake is named by its own message is checked
-for the whole catalogue at once, in test_catalogue.py.)
+ways must pass. Both tables (``WRONG_BY_EXERCISE``, ``RIGHT_BY_EXERCISE``) are run in
+test_checks_versions.py. (That every catalogued mistake is named by its own message is
+checked for the whole catalogue at once, in test_catalogue.py.)
 """
 
 import math
@@ -12,9 +13,7 @@ import math
 import numpy as np
 import pytest
 
-from helpers import reference, training
-from helpers.checking import ExerciseError, evaluate
-from helpers.checks import check
+from helpers import reference
 from helpers.exercises import EXERCISES, LESSONS, lesson08
 
 EXERCISE = EXERCISES["adam_step"]
@@ -114,28 +113,8 @@ WRONG = {
 }
 
 
-@pytest.mark.parametrize("case", sorted(WRONG))
-@pytest.mark.parametrize("hidden", [False, True], ids=["visible", "hidden"])
-def test_wrong_version_gets_its_specific_message(case, hidden):
-    fn, message = WRONG[case]
-    report = evaluate(EXERCISE, fn, EXERCISE.cases(hidden), stop_at_first_failure=True)
-    assert report.failures and message in report.failures[0]
-
-
-def test_wrong_version_raises_in_the_notebook_check():
-    with pytest.raises(ExerciseError, match="the bias correction is missing"):
-        check("adam_step", no_correction)
-
-
-@pytest.mark.parametrize("case", sorted(RIGHT))
-def test_any_correct_version_passes_and_is_kept(case, capsys):
-    assert check("adam_step", RIGHT[case]) is RIGHT[case]
-    assert "passed all" in capsys.readouterr().out
-
-
-@pytest.mark.parametrize("case", sorted(RIGHT))
-def test_any_correct_version_passes_the_hidden_cases(case):
-    assert evaluate(EXERCISE, RIGHT[case], EXERCISE.cases(hidden=True)).ok
+WRONG_BY_EXERCISE = {"adam_step": WRONG}
+RIGHT_BY_EXERCISE = {"adam_step": RIGHT}
 
 
 @pytest.mark.parametrize("hidden", [False, True], ids=["visible", "hidden"])

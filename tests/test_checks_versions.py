@@ -1,20 +1,24 @@
 """Every lesson's learner-style versions, run through the checks in one table.
 
 The versions live next to their lesson's other tests (``WRONG_BY_EXERCISE`` and
-``RIGHT_BY_EXERCISE`` in ``test_checks_lessonNN.py``): a wrong version with the phrase its
-message must contain, or a right one written differently from the solution. Here each wrong
-one must get that message in the notebook and lose points on the hidden cases, and each
-right one must pass both and be kept.
+``RIGHT_BY_EXERCISE`` in ``test_checks_lessonNN.py``, found here by their file name, so
+a new lesson's file joins the table without an edit here): a wrong version with the
+phrase its message must contain, or a right one written differently from the solution.
+Each wrong one must get that message in the notebook, lose points on the hidden cases
+and get the same message there first; each right one must pass both and be kept.
 """
+
+import importlib
+from pathlib import Path
 
 import pytest
 
-import test_checks_lesson01
-import test_checks_lesson02
-import test_checks_lesson03
-from versions import fails_hidden, failing_message, passes_everywhere, table
+from helpers.checks import check
+from helpers.exercises import EXERCISES
+from versions import failing_message, hidden_report, table
 
-LESSON_TESTS = [test_checks_lesson01, test_checks_lesson02, test_checks_lesson03]
+LESSON_TESTS = [importlib.import_module(path.stem)
+                for path in sorted(Path(__file__).parent.glob("test_checks_lesson[0-9][0-9].py"))]
 WRONG = {name: versions for module in LESSON_TESTS for name, versions in module.WRONG_BY_EXERCISE.items()}
 RIGHT = {name: versions for module in LESSON_TESTS for name, versions in module.RIGHT_BY_EXERCISE.items()}
 
@@ -27,15 +31,35 @@ def test_wrong_version_gets_its_specific_message(name, label):
 
 @pytest.mark.parametrize("name, label", table(WRONG))
 def test_wrong_version_loses_points_on_the_hidden_cases(name, label):
-    assert fails_hidden(name, WRONG[name][label][0])
+    assert not hidden_report(name, WRONG[name][label][0]).ok
+
+
+@pytest.mark.parametrize("name, label", table(WRONG))
+def test_wrong_version_gets_the_same_message_first_on_the_hidden_cases(name, label):
+    fn, message = WRONG[name][label]
+    report = hidden_report(name, fn)
+    assert report.failures and message in report.failures[0]
 
 
 @pytest.mark.parametrize("name, label", table(RIGHT))
-def test_right_version_passes_everywhere_and_is_kept(name, label, capsys):
-    assert passes_everywhere(name, RIGHT[name][label], capsys)
+def test_right_version_passes_the_check_and_is_kept(name, label, capsys):
+    fn = RIGHT[name][label]
+    assert check(name, fn) is fn
+    assert "passed all" in capsys.readouterr().out
 
 
-def test_every_exercise_of_lessons_01_to_03_has_wrong_and_right_versions():
-    from helpers.exercises import EXERCISES
-    mine = {n for n, e in EXERCISES.items() if e.lesson[:2] in ("01", "02", "03")}
-    assert set(WRONG) == set(RIGHT) == mine
+@pytest.mark.parametrize("name, label", table(RIGHT))
+def test_right_version_passes_the_hidden_cases(name, label):
+    report = hidden_report(name, RIGHT[name][label])
+    assert report.ok, report.failures
+
+
+@pytest.mark.parametrize("module", LESSON_TESTS, ids=lambda module: module.__name__)
+def test_a_lesson_file_holds_versions_of_its_own_lesson_only(module):
+    number = module.__name__[-2:]                       # test_checks_lesson03 -> "03"
+    names = set(module.WRONG_BY_EXERCISE) | set(module.RIGHT_BY_EXERCISE)
+    assert names and {EXERCISES[name].lesson[:2] for name in names} == {number}
+
+
+def test_every_exercise_has_wrong_and_right_versions():
+    assert set(WRONG) == set(RIGHT) == set(EXERCISES)

@@ -3,7 +3,8 @@
 import numpy as np
 import pytest
 
-from helpers.measure import (crossing, format_bytes, median_time, median_times, plot_times,
+from helpers.measure import (crossing, format_bytes, median_time, median_times, plot_peaks,
+                             plot_times,
                              slider_step_report, traced_peaks,
                              times_table, traced_peak)
 
@@ -200,6 +201,52 @@ def test_plot_times_draws_one_line_per_name_in_ms_with_fitted_exponents_and_guid
     np.testing.assert_allclose(lines[0].get_ydata(), [1, 2, 4])        # milliseconds
     np.testing.assert_allclose(lines[1].get_ydata(), [0.25, 1, 4])     # slope 2 through (4, 4 ms)
     assert (ax.get_title(), ax.get_xscale(), ax.get_yscale()) == ("T", "log", "log")
+
+
+# ------------------------------------------------------------ plot_peaks
+def _peaks_axes(**kwargs):
+    import matplotlib.pyplot as plt
+
+    _, ax = plt.subplots()
+    peaks = {"grid": np.array([2**20, 4 * 2**20]), "block": np.array([2**19, 2**20])}   # bytes
+    plot_peaks(ax, np.array([256, 512]), peaks, {"grid": "black", "block": "grey"}, **kwargs)
+    return ax
+
+
+def test_plot_peaks_draws_bytes_in_mib_one_line_per_name():
+    lines = _peaks_axes().get_lines()
+    np.testing.assert_allclose(lines[0].get_ydata(), [1, 4])       # 2**20 bytes = 1 MiB
+    np.testing.assert_allclose(lines[1].get_ydata(), [0.5, 1])
+    np.testing.assert_array_equal(lines[0].get_xdata(), [256, 512])
+
+
+def test_plot_peaks_writes_exponents_only_for_the_names_given():
+    lines = _peaks_axes(exponents={"grid": 2.0}).get_lines()
+    assert [line.get_label() for line in lines] == ["grid: fitted k = 2.00", "block"]
+
+
+def test_plot_peaks_uses_the_line_styles_given_and_solid_by_default():
+    assert [line.get_linestyle() for line in _peaks_axes().get_lines()] == ["-", "-"]
+    styled = _peaks_axes(linestyles=["-", ":"]).get_lines()
+    assert [line.get_linestyle() for line in styled] == ["-", ":"]
+
+
+def test_plot_peaks_titles_labels_and_uses_log_log_axes():
+    ax = _peaks_axes(title="T", xlabel="n", ylabel="memory (MiB)")
+    assert (ax.get_title(), ax.get_xlabel(), ax.get_ylabel()) == ("T", "n", "memory (MiB)")
+    assert (ax.get_xscale(), ax.get_yscale()) == ("log", "log")
+
+
+@pytest.mark.parametrize("peaks, linestyles, message", [
+    ({"grid": np.array([1, 2, 3])}, None, r"peaks\['grid'\] has shape \(3,\), sizes has shape \(2,\)"),
+    ({"grid": np.array([1, 2])}, ["-", ":"], "2 linestyles for 1 lines"),
+])
+def test_plot_peaks_rejects_curves_and_styles_that_do_not_match(peaks, linestyles, message):
+    import matplotlib.pyplot as plt
+
+    _, ax = plt.subplots()
+    with pytest.raises(ValueError, match=message):
+        plot_peaks(ax, np.array([256, 512]), peaks, {"grid": "black"}, linestyles=linestyles)
 
 
 def test_traced_peaks_counts_the_array_each_function_makes():

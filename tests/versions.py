@@ -24,15 +24,7 @@ def failing_message(name, fn):
     return str(info.value)
 
 
-def fails_hidden(name, fn):
-    """Whether ``fn`` loses points on the grader's hidden cases."""
+def hidden_report(name, fn):
+    """What the grader finds when it runs ``fn`` on the exercise's hidden cases."""
     exercise = EXERCISES[name]
-    return not evaluate(exercise, fn, exercise.cases(hidden=True)).ok
-
-
-def passes_everywhere(name, fn, capsys):
-    """Whether the check passes ``fn``, says so, keeps it, and the hidden cases pass too."""
-    exercise = EXERCISES[name]
-    kept = check(name, fn) is fn
-    shown = "passed" in capsys.readouterr().out
-    return kept and shown and evaluate(exercise, fn, exercise.cases(hidden=True)).ok
+    return evaluate(exercise, fn, exercise.cases(hidden=True))

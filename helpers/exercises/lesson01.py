@@ -131,7 +131,7 @@ EXERCISES = [
     ),
     Exercise(
         name="cross_project_qkv",
-        lesson="01_qkv_projections",
+        lesson=LESSON,
         reference=reference.cross_project_qkv,
         make_cases=make_cross_cases,
         mistakes=CROSS_MISTAKES,

@@ -152,7 +152,7 @@ STD_MISTAKES = [
 EXERCISES = [
     Exercise(
         name="score_std",
-        lesson="02_scaled_scores",
+        lesson=LESSON,
         reference=reference.score_std,
         make_cases=make_std_cases,
         mistakes=STD_MISTAKES,

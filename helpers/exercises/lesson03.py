@@ -400,7 +400,7 @@ EXERCISES = [
     ),
     Exercise(
         name="causal_mask_for_new_tokens",
-        lesson="03_softmax_and_attention",
+        lesson=LESSON,
         reference=reference.causal_mask_for_new_tokens,
         make_cases=make_new_token_cases,
         mistakes=NEW_TOKEN_MISTAKES,

@@ -379,7 +379,7 @@ EXERCISES = [
     ),
     Exercise(
         name="split_heads_batched",
-        lesson="04_multi_head",
+        lesson=LESSON,
         reference=reference.split_heads_batched,
         make_cases=batched_cases,
         mistakes=BATCHED_MISTAKES,

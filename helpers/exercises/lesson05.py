@@ -219,7 +219,7 @@ EXERCISES = [
     ),
     Exercise(
         name="flops_crossing",
-        lesson="05_complexity",
+        lesson=LESSON,
         reference=reference.flops_crossing,
         make_cases=make_crossing_cases,
         mistakes=CROSSING_MISTAKES,
