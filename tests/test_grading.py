@@ -936,7 +936,7 @@ ROUTES = {   # calls into the course's own answer: 0 points, the feedback names 
     ],
     "scaled_dot_product_attention": [
         Cell("a private helper of the reference", """
-            from helpers.reference import _attention
+            from helpers.reference.attention import _attention
             def scaled_dot_product_attention(Q, K, V, mask=None):
                 return _attention(Q, K, V, mask)
             """, "helpers.reference._attention"),

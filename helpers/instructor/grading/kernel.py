@@ -35,7 +35,7 @@ def _append(path, record):
 
 # ----------------------------------------------------------------- the watch
 def _course_files():
-    """``(reference.py, {files of the checks' machinery})`` as code objects name them."""
+    """``({files of helpers.reference}, {files of the checks' machinery})`` as code objects name them."""
     import helpers.checking
     import helpers.checks
     import helpers.exercises
@@ -43,7 +43,8 @@ def _course_files():
 
     machinery = {helpers.checking.__file__, helpers.checks.__file__}
     machinery |= {str(p) for p in Path(helpers.exercises.__file__).parent.glob("*.py")}
-    return helpers.reference.__file__, machinery
+    reference = {str(p) for p in Path(helpers.reference.__file__).parent.glob("*.py")}
+    return reference, machinery
 
 
 class ReferenceWatch:
@@ -68,8 +69,8 @@ class ReferenceWatch:
             reference = reference.func
         reference = getattr(reference, "__wrapped__", reference)
         self._reference_code = getattr(reference, "__code__", None)
-        self._reference_file, self._machinery = _course_files()
-        self._internal = self._machinery | {self._reference_file}
+        self._reference_files, self._machinery = _course_files()
+        self._internal = self._machinery | self._reference_files
         self._hook = self._on_event                # one bound method, to compare with `is`
         self._given = set()                        # code of the functions the case passes in
         self.used = []
@@ -77,6 +78,8 @@ class ReferenceWatch:
     def _note(self, frame):
         code = frame.f_code
         where = frame.f_globals.get("__name__", "?")
+        if where.startswith("helpers.reference."):      # helpers.reference.attention -> helpers.reference
+            where = "helpers.reference"
         label = f"{where}.{getattr(code, 'co_qualname', code.co_name)}"
         if label not in self.used:
             self.used.append(label)
@@ -90,7 +93,7 @@ class ReferenceWatch:
         if code is self._reference_code:           # the exercise's reference, by any route
             self._note(frame)
             return
-        private = code.co_filename == self._reference_file and code.co_name.startswith("_")
+        private = code.co_filename in self._reference_files and code.co_name.startswith("_")
         if private or code.co_filename in self._machinery:
             caller = frame.f_back
             if caller is None or caller.f_code.co_filename not in self._internal:

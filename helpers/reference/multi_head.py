@@ -1,0 +1,130 @@
+"""Lesson 04: split into heads, attend in each, merge, project with W_O.
+
+Part of :mod:`helpers.reference` (see its docstring for the conventions).
+"""
+
+import numpy as np
+
+from ..validation import as_float_array, bool_mask, positive_int, shape_str
+from .attention import _attention
+
+
+def _check_heads(where, d_model, num_heads):
+    num_heads = positive_int(where, "num_heads", num_heads)
+    if d_model % num_heads:
+        raise ValueError(f"{where}: d_model={d_model} is not divisible by num_heads={num_heads}")
+    return num_heads
+
+
+def split_heads(X, num_heads):
+    """Cut the model dimension into heads: head i holds columns ``i*d_head:(i+1)*d_head``.
+
+    Parameters
+    ----------
+    X : ndarray, shape (..., n, d_model)
+    num_heads : int, divides d_model
+
+    Returns
+    -------
+    ndarray, shape (..., num_heads, n, d_head) with d_head = d_model // num_heads
+    """
+    where = "split_heads"
+    X = as_float_array(where, "X", X, min_ndim=2)
+    *batch, n, d_model = X.shape
+    num_heads = _check_heads(where, d_model, num_heads)
+    d_head = d_model // num_heads
+    H = X.reshape(*batch, n, num_heads, d_head)   # (..., n, h, d_head): columns cut into h pieces
+    return np.swapaxes(H, -3, -2)                 # (..., h, n, d_head): heads first
+
+
+def split_heads_batched(X, num_heads):
+    """:func:`split_heads` on a batch of sentences (lesson 04's transfer exercise).
+
+    Parameters
+    ----------
+    X : ndarray, shape (B, n, d_model)
+        B sentences of n tokens each.
+    num_heads : int, divides d_model
+
+    Returns
+    -------
+    ndarray, shape (B, num_heads, n, d_head): sentence b's head i holds columns
+    ``i*d_head:(i+1)*d_head`` of ``X[b]``.
+    """
+    X = as_float_array("split_heads_batched", "X", X, min_ndim=3)
+    if X.ndim != 3:
+        raise ValueError(f"split_heads_batched: X must be (B, n, d_model), got shape "
+                         f"{shape_str(X.shape)}")
+    _check_heads("split_heads_batched", X.shape[-1], num_heads)
+    return split_heads(X, num_heads)
+
+
+def merge_heads(H):
+    """Concatenate the heads back side by side: the inverse of :func:`split_heads`.
+
+    Parameters
+    ----------
+    H : ndarray, shape (..., num_heads, n, d_head)
+
+    Returns
+    -------
+    ndarray, shape (..., n, num_heads * d_head)
+    """
+    H = as_float_array("merge_heads", "H", H, min_ndim=3)
+    *batch, h, n, d_head = H.shape
+    X = np.swapaxes(H, -3, -2)                    # (..., n, h, d_head)
+    return X.reshape(*batch, n, h * d_head)       # (..., n, d_model)
+
+
+def _check_mha(where, X, W_q, W_k, W_v, W_o, num_heads, mask):
+    """Check multi-head attention's inputs; return ``X``, the four matrices by name, ``num_heads``."""
+    X = as_float_array(where, "X", X, min_ndim=2)
+    d_model = X.shape[-1]
+    mats = {}
+    for name, W in (("W_q", W_q), ("W_k", W_k), ("W_v", W_v), ("W_o", W_o)):
+        W = as_float_array(where, name, W, min_ndim=2)
+        if W.shape != (d_model, d_model):
+            raise ValueError(f"{where}: {name} must be (d_model, d_model) = {(d_model, d_model)} "
+                             f"for X {shape_str(X.shape)}, got {shape_str(W.shape)}")
+        mats[name] = W
+    num_heads = _check_heads(where, d_model, num_heads)
+    if mask is not None:
+        bool_mask(where, mask, (X.shape[-2], X.shape[-2]))
+    return X, mats, num_heads
+
+
+def multi_head_attention(X, W_q, W_k, W_v, W_o, num_heads, mask=None):
+    """Multi-head self-attention: project, split, attend per head, merge, project.
+
+    Parameters
+    ----------
+    X : ndarray, shape (..., n, d_model)
+    W_q, W_k, W_v, W_o : ndarray, shape (d_model, d_model)
+    num_heads : int, divides d_model
+    mask : bool ndarray broadcastable to (n, n), optional
+        The same mask for every head.
+
+    Returns
+    -------
+    out : ndarray, shape (..., n, d_model)
+    weights : ndarray, shape (..., num_heads, n, n), one attention map per head.
+        Each head scales its scores by 1/sqrt(d_head), not 1/sqrt(d_model).
+    """
+    X, mats, num_heads = _check_mha("multi_head_attention", X, W_q, W_k, W_v, W_o, num_heads, mask)
+    d_model = X.shape[-1]
+    d_head = d_model // num_heads
+    *batch, n, _ = X.shape
+
+    # The three projections as ONE matrix product (one big product runs faster than
+    # three thin ones): W_qkv = [W_q | W_k | W_v] is (d_model, 3 * d_model).
+    W_qkv = np.concatenate([mats["W_q"], mats["W_k"], mats["W_v"]], axis=-1)
+    QKV = X @ W_qkv                                         # (..., n, 3 * d_model) = [Q | K | V]
+    QKV = QKV.reshape(*batch, n, 3, num_heads, d_head)      # (..., n, 3, h, d_head): split Q/K/V, then heads
+    # Move "which of Q/K/V" to the front and heads before tokens, and copy once so that
+    # each head's (n, d_head) matrix is contiguous (the per-head products run faster).
+    QKV = np.ascontiguousarray(np.moveaxis(QKV, (-3, -4), (0, -2)))   # (3, ..., h, n, d_head)
+    Q, K, V = QKV                                           # each (..., h, n, d_head)
+
+    out, weights = _attention(Q, K, V, mask)                # (..., h, n, d_head), (..., h, n, n)
+    out = np.swapaxes(out, -3, -2).reshape(*batch, n, d_model)   # merge: (..., n, d_model)
+    return out @ mats["W_o"], weights                       # (..., n, d_model)
