@@ -33,6 +33,7 @@ from helpers.exercises import EXERCISES, LESSONS
 from helpers.instructor.grading import kernel, notebook, runner
 
 ROOT = Path(__file__).resolve().parents[1]
+pytestmark = pytest.mark.slow   # runs many whole notebooks: scheduled first (conftest.py)
 BATCH_TIMEOUT = 30   # seconds per notebook in the batch run (the hanging one uses it all)
 SEED = 12345        # the batch run's --seed
 
