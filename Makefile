@@ -1,6 +1,8 @@
 # Self-Attention & Multi-Head -- the course's commands.
 #   make lab          create .venv if missing, install, open JupyterLab on the course
-#   make test         create or update .venv, run every test
+#   make test         create or update .venv, run every test (on every core: pytest-xdist)
+#   make test-fast    the same without the slow modules (release, grading, nbgrader, browser)
+#   make test-lesson L=03   one lesson: its notebooks (both folders) and its tests/*lesson03* files
 #   make student      refresh the Colab badge + setup cell of solutions/, regenerate notebooks/
 #   make bench        print timings and memory figures (a benchmark, never a test)
 #   make release DIR=folder [REPOSITORY=https://github.com/you/course]
@@ -18,7 +20,7 @@ OLDEST_PYTHON ?= $(PYTHON)
 OLDEST := .venv-oldest
 NBGRADER := .venv-nbgrader
 
-.PHONY: lab test student bench release browser nbgrader test-oldest clean
+.PHONY: lab test test-fast test-lesson student bench release browser nbgrader test-oldest clean
 
 # (Re)install when requirements.txt or pyproject.toml change.
 $(STAMP): requirements.txt pyproject.toml
@@ -33,6 +35,15 @@ lab: $(STAMP)
 
 test: $(STAMP)
 	$(PY) -m pytest
+
+test-fast: $(STAMP)
+	$(PY) -m pytest -m "not slow"
+
+# The lesson is found by its number: notebooks/L_*.ipynb, solutions/L_*.ipynb, tests/test_*lessonL*.py.
+test-lesson: $(STAMP)
+	@test -n "$(L)" || { echo "usage: make test-lesson L=03"; exit 2; }
+	@test -n "$(wildcard solutions/$(L)_*.ipynb)" || { echo "no lesson $(L) in solutions/"; exit 2; }
+	$(PY) -m pytest $(wildcard notebooks/$(L)_*.ipynb solutions/$(L)_*.ipynb tests/test_*lesson$(L)*.py)
 
 student: $(STAMP)
 	$(PY) -m helpers.instructor.student

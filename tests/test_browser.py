@@ -27,6 +27,7 @@ import lab_browser
 from helpers import course
 
 ROOT = Path(__file__).resolve().parents[1]
+pytestmark = pytest.mark.slow   # runs many whole notebooks: scheduled first (conftest.py)
 SCREENSHOTS = Path(os.environ.get("SCREENSHOTS_DIR", ROOT / "screenshots"))
 LESSONS = [f"{lesson}.ipynb" for lesson in course.lessons()]
 PROBE = "slider_probe.ipynb"

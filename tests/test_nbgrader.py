@@ -27,6 +27,7 @@ from helpers.exercises import LESSONS
 from helpers.instructor.grading.scoring import POINTS_PER_EXERCISE
 
 ROOT = Path(__file__).resolve().parents[1]
+pytestmark = pytest.mark.slow   # runs many whole notebooks: scheduled first (conftest.py)
 VENV = ROOT / ".venv-nbgrader"
 ASSIGNMENT = "course"
 SOLUTIONS = sorted((ROOT / "solutions").glob("*.ipynb"))

@@ -17,6 +17,7 @@ from helpers.instructor import release as release_tool
 from helpers.instructor import student
 
 ROOT = Path(__file__).resolve().parents[1]
+pytestmark = pytest.mark.slow   # runs many whole notebooks: scheduled first (conftest.py)
 REPOSITORY = "https://github.com/someone/attention-release"
 NOTEBOOKS = sorted(p.name for p in (ROOT / "solutions").glob("*.ipynb"))
 

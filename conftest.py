@@ -1,0 +1,44 @@
+"""Setup for the whole test run (tests/, notebooks/, solutions/); tests/conftest.py adds the unit tests' own.
+
+`make test` runs pytest on every core (pytest-xdist, ``-n auto --dist loadfile`` in
+pyproject.toml): each test file -- a test module, or one notebook with all its cells -- runs
+whole on one worker. Two things make that fast:
+
+- one BLAS thread per process. Each worker, and each kernel it starts, already has a core;
+  a second BLAS thread per process only fights the other workers for it (lesson 08's
+  d_model = 128 runs took five times longer so on a busy 2-core machine). Set
+  OPENBLAS_NUM_THREADS (or OMP_NUM_THREADS) yourself to override.
+- the longest files first, so that no worker is left with a long file at the end:
+  modules marked ``slow`` (each runs many notebooks), then the lessons' notebooks, later
+  lessons first (they run longer), then the unit-test modules, most tests first.
+  Lessons are found, never listed: a new lesson's notebooks take their place by name.
+"""
+
+import os
+
+for _name in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS"):
+    os.environ.setdefault(_name, "1")     # before numpy loads; kernels inherit it
+
+
+def _file_of(item):
+    return item.nodeid.split("::", 1)[0]
+
+
+def pytest_collection_modifyitems(items):
+    files = {}
+    for item in items:
+        entry = files.setdefault(_file_of(item), {"slow": False, "count": 0})
+        entry["slow"] |= item.get_closest_marker("slow") is not None
+        entry["count"] += 1
+
+    def rank(file):
+        entry = files[file]
+        if entry["slow"]:
+            return (0, -entry["count"], file)
+        if file.endswith(".ipynb"):
+            name = file.rsplit("/", 1)[-1]
+            return (1, tuple(-ord(c) for c in name), file)    # 08 before 07 ...; solutions/ and notebooks/ alike
+        return (2, -entry["count"], file)
+
+    order = {file: i for i, file in enumerate(sorted(files, key=rank))}
+    items.sort(key=lambda item: order[_file_of(item)])     # stable: cells keep their order
