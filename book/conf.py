@@ -16,7 +16,7 @@ project = "Self-Attention & Multi-Head"
 author = "the course's authors"
 copyright = "the course's authors"
 
-extensions = ["myst_nb", "slider_figures"]
+extensions = ["myst_nb", "slider_figures", "sphinx.ext.githubpages"]   # githubpages: .nojekyll
 exclude_patterns = ["_build", "**.ipynb_checkpoints"]
 
 # Execute every lesson afresh, top to bottom, in its own kernel; any cell that raises stops

@@ -197,13 +197,23 @@ def browser(server):
             chromium.close()
 
 
-@pytest.fixture
-def open_page(browser, server):
-    """``open_page("notebooks/01_x.html")``: a fresh page, loaded; returns the Playwright page."""
+@pytest.fixture(scope="module")
+def context(browser):
     context = browser.new_context(viewport={"width": 1280, "height": 800})
+    try:
+        yield context
+    finally:
+        context.close()
+
+
+@pytest.fixture
+def open_page(context, server):
+    """``open_page("notebooks/01_x.html")``: a new tab, loaded; returns the Playwright page."""
+    pages = []
 
     def load(path):
         page = context.new_page()
+        pages.append(page)
         response = page.goto(server + path, wait_until="load")
         assert response is not None and response.ok, f"{path}: HTTP {response and response.status}"
         return page
@@ -211,7 +221,8 @@ def open_page(browser, server):
     try:
         yield load
     finally:
-        context.close()
+        for page in pages:
+            page.close()
 
 
 def student(lesson):
@@ -262,7 +273,7 @@ def test_each_slider_becomes_a_note_with_its_figure(open_page, lesson):
     assert (notes.count() >= built) and (notes.count() > 0) == (built > 0), \
         f"{lesson}: {built} cell(s) build a slider, {notes.count()} note(s)"
     for i in range(notes.count()):
-        links = notes.nth(i).eval_on_selector_all("a", "as => as.map(a => a.href)")
+        links = notes.nth(i).locator("a").evaluate_all("as => as.map(a => a.href)")
         assert links == [course.colab_url(f"notebooks/{lesson}.ipynb"),
                          course.binder_url(f"notebooks/{lesson}.ipynb")]
     assert page.locator("img.course-slider-figure").count() >= built
