@@ -160,6 +160,33 @@ def _build_once(tmp_path_factory):
     return html
 
 
+def write_course(root, cells):
+    """A one-lesson course in ``root``: ``cells`` are its code cells, after a title."""
+    for folder in ("solutions", "notebooks"):
+        (root / folder).mkdir(parents=True)
+        nb = nbformat.v4.new_notebook()
+        nb.cells = ([nbformat.v4.new_markdown_cell("# Lesson 01 — Tiny")]
+                    + [nbformat.v4.new_code_cell(source) for source in cells])
+        nb.metadata["kernelspec"] = {"display_name": "Python 3", "language": "python", "name": "python3"}
+        nbformat.write(nb, str(root / folder / "01_tiny.ipynb"))
+    (root / "README.md").write_text("| 01 | [Tiny](notebooks/01_tiny.ipynb) | a tiny lesson | |\n")
+
+
+@pytest.mark.parametrize("cells, raises", [
+    (["print(6 * 7)"], False),
+    (["x = 1", "1 / 0"], True),
+])
+def test_a_lesson_cell_that_raises_stops_the_build(site_ready, tmp_path, cells, raises):
+    write_course(tmp_path / "course", cells)
+    if raises:
+        with pytest.raises(RuntimeError, match="ZeroDivisionError"):
+            book.build(tmp_path / "out", root=tmp_path / "course")
+        assert not (tmp_path / "out" / "html" / "notebooks" / "01_tiny.html").exists()
+    else:
+        html = book.build(tmp_path / "out", root=tmp_path / "course")
+        assert "42" in (html / "notebooks" / "01_tiny.html").read_text(encoding="utf-8")
+
+
 @pytest.fixture(scope="module")
 def site(site_ready, tmp_path_factory):
     return _build_once(tmp_path_factory)
@@ -206,22 +233,24 @@ def context(browser):
         context.close()
 
 
-@pytest.fixture
+@pytest.fixture(scope="module")
 def open_page(context, server):
-    """``open_page("notebooks/01_x.html")``: a new tab, loaded; returns the Playwright page."""
-    pages = []
+    """``open_page("notebooks/01_x.html")``: that page, loaded once in its own tab for all the
+    tests that read it (they only read it)."""
+    pages = {}
 
     def load(path):
-        page = context.new_page()
-        pages.append(page)
-        response = page.goto(server + path, wait_until="load")
-        assert response is not None and response.ok, f"{path}: HTTP {response and response.status}"
-        return page
+        if path not in pages:
+            page = context.new_page()
+            response = page.goto(server + path, wait_until="load")
+            assert response is not None and response.ok, f"{path}: HTTP {response and response.status}"
+            pages[path] = page
+        return pages[path]
 
     try:
         yield load
     finally:
-        for page in pages:
+        for page in pages.values():
             page.close()
 
 

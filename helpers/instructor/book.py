@@ -152,13 +152,24 @@ def build(out=DEFAULT_OUT, root=ROOT, python=sys.executable):
         shutil.rmtree(html)
     env = dict(os.environ, MPLBACKEND="module://matplotlib_inline.backend_inline",
                PYTHONPATH=os.pathsep.join(filter(None, [str(root), os.environ.get("PYTHONPATH")])))
-    command = [python, "-m", "sphinx", "-b", "html", "-c", str(CONF_DIR), "-W", "--keep-going",
+    command = [python, "-m", "sphinx", "-b", "html", "-c", str(CONF_DIR), "-W", "--keep-going", "-T",
                "-q", "-d", str(out / "doctrees"), str(out / "source"), str(html)]
     result = subprocess.run(command, cwd=root, env=env, capture_output=True, text=True)
     if result.returncode != 0 or not (html / "index.html").exists():
         raise RuntimeError(f"book: sphinx-build failed ({result.returncode}):\n"
-                           f"{result.stdout[-6000:]}\n{result.stderr[-6000:]}")
+                           f"{_failure(result.stdout + result.stderr)}")
     return html
+
+
+def _failure(output):
+    """The useful part of Sphinx's output: the cell that raised and its traceback, if a cell did."""
+    output = re.sub(r"\x1b\[[0-9;]*m", "", output)          # the traceback's colours
+    cell = re.search(r"An error occurred while executing the following cell:.*?"
+                     r"(?=\n\s*The above exception|\Z)", output, flags=re.S)
+    if cell is None:
+        return output[-8000:]
+    where = re.search(r"ExecutionError: (\S+\.ipynb)", output)
+    return (f"{Path(where.group(1)).name}: " if where else "") + cell.group(0).strip()
 
 
 def main(argv=None):
