@@ -7,8 +7,10 @@
 #   make bench        print timings and memory figures (a benchmark, never a test)
 #   make release DIR=folder [REPOSITORY=https://github.com/you/course]
 #                     write what learners get (student notebooks + learner-facing helpers)
+#   make book         build the course as a website: _build/book/html/index.html
 # For maintainers and CI (.ci/run runs them all):
 #   make browser      add Playwright to .venv for the real-browser test (needs a system Chromium)
+#   make book-deps    add Sphinx + MyST-NB (requirements-book.txt) to .venv, for make book and its test
 #   make nbgrader     create .venv-nbgrader, where tests/test_nbgrader.py finds nbgrader
 #   make test-oldest  run every test again in .venv-oldest, with the oldest supported versions
 
@@ -20,7 +22,7 @@ OLDEST_PYTHON ?= $(PYTHON)
 OLDEST := .venv-oldest
 NBGRADER := .venv-nbgrader
 
-.PHONY: lab test test-fast test-lesson student bench release browser nbgrader test-oldest clean
+.PHONY: lab test test-fast test-lesson student bench release book book-deps browser nbgrader test-oldest clean
 
 # (Re)install when requirements.txt or pyproject.toml change.
 $(STAMP): requirements.txt pyproject.toml
@@ -55,6 +57,16 @@ release: $(STAMP)
 	@test -n "$(DIR)" || { echo "usage: make release DIR=folder [REPOSITORY=https://github.com/you/course]"; exit 2; }
 	$(PY) -m helpers.instructor.release "$(DIR)" $(if $(REPOSITORY),--repository "$(REPOSITORY)")
 
+# The website: every student lesson executed, one page each (helpers/instructor/book.py).
+book: $(VENV)/.book-installed
+	$(PY) -m helpers.instructor.book _build/book
+
+# Sphinx and MyST-NB only build the website: not a learner's requirement.
+book-deps: $(VENV)/.book-installed
+$(VENV)/.book-installed: $(STAMP) requirements-book.txt
+	$(PY) -m pip install --quiet -r requirements-book.txt
+	@touch $@
+
 # Playwright only drives the browser: it is not a learner's requirement.
 browser: $(VENV)/.browser-installed
 $(VENV)/.browser-installed: $(STAMP) requirements-browser.txt
@@ -82,4 +94,4 @@ test-oldest: $(OLDEST)/.installed
 	COURSE_OLDEST=1 SCREENSHOTS_DIR=screenshots/oldest $(OLDEST)/bin/python -m pytest
 
 clean:
-	rm -rf $(VENV) $(OLDEST) $(NBGRADER) .pytest_cache
+	rm -rf $(VENV) $(OLDEST) $(NBGRADER) .pytest_cache _build
