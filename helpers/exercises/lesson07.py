@@ -1,5 +1,5 @@
-"""Lesson 07 exercises: ``softmax_backward``, ``attention_backward``,
-``numerical_gradient``, ``multi_head_attention_backward``.
+"""Lesson 07 exercises, in the lesson's order: ``numerical_gradient``, ``softmax_backward``,
+``attention_backward``, ``multi_head_attention_backward``.
 
 How the cases make each known mistake show, in the order a check meets them:
 
@@ -373,6 +373,16 @@ MHA_BACKWARD_MISTAKES = [
 
 EXERCISES = [
     Exercise(
+        name="numerical_gradient",
+        lesson=LESSON,
+        reference=reference.numerical_gradient,
+        make_cases=make_numerical_gradient_cases,
+        mistakes=NUMERICAL_GRADIENT_MISTAKES,
+        outputs=("gradient",),
+        rtol=1e-6,
+        atol=1e-8,
+    ),
+    Exercise(
         name="softmax_backward",
         lesson=LESSON,
         reference=reference.softmax_backward,
@@ -391,16 +401,6 @@ EXERCISES = [
         outputs=("dQ", "dK", "dV"),
         rtol=1e-6,
         atol=1e-10,
-    ),
-    Exercise(
-        name="numerical_gradient",
-        lesson=LESSON,
-        reference=reference.numerical_gradient,
-        make_cases=make_numerical_gradient_cases,
-        mistakes=NUMERICAL_GRADIENT_MISTAKES,
-        outputs=("gradient",),
-        rtol=1e-6,
-        atol=1e-8,
     ),
     Exercise(
         name="multi_head_attention_backward",
