@@ -266,8 +266,8 @@ def _wrong_values(name, got_arr, exp_arr, rtol, atol):
     where = np.unravel_index(np.argmax(excess), err.shape) if err.ndim else ()
     g, e = float(got_arr[where]), float(exp_arr[where])
     if not where:
-        return (f"{name} is wrong: got {_number(g, e)}, expected {_number(e, g)} "
-                f"(difference {float(err):.3g})")
+        return (f"{name} has the right shape but wrong values: got {_number(g, e)}, expected "
+                f"{_number(e, g)} (difference {float(err):.3g})")
     count = "" if outside.size == 1 else f" ({int(outside.sum())} of {outside.size} entries outside the tolerance)"
     return (f"{name} has the right shape but wrong values{count}: at index "
             f"{tuple(int(i) for i in where)}, the entry furthest outside the tolerance, it is "
