@@ -260,18 +260,15 @@ def _wrong_values(name, got_arr, exp_arr, rtol, atol):
     """The message for values outside the tolerance, naming the entry furthest outside it."""
     err = np.abs(np.nan_to_num(got_arr - exp_arr))
     allowed = atol + rtol * np.abs(np.nan_to_num(exp_arr))        # what np.allclose allows
-    outside = err > allowed
     with np.errstate(all="ignore"):
         excess = np.nan_to_num(err / np.maximum(allowed, np.finfo(float).tiny))
     where = np.unravel_index(np.argmax(excess), err.shape) if err.ndim else ()
     g, e = float(got_arr[where]), float(exp_arr[where])
-    if not where:
-        return (f"{name} has the right shape but wrong values: got {_number(g, e)}, expected "
-                f"{_number(e, g)} (difference {float(err):.3g})")
-    count = "" if outside.size == 1 else f" ({int(outside.sum())} of {outside.size} entries outside the tolerance)"
-    return (f"{name} has the right shape but wrong values{count}: at index "
-            f"{tuple(int(i) for i in where)}, the entry furthest outside the tolerance, it is "
-            f"{_number(g, e)} where {_number(e, g)} was expected (difference {float(err[where]):.3g})")
+    at = (f" ({int((err > allowed).sum())} of {err.size} entries outside the tolerance): at "
+          f"index {tuple(int(i) for i in where)}, the entry furthest outside it, it is" if where
+          else ": got")
+    return (f"{name} has the right shape but wrong values{at} {_number(g, e)}, expected "
+            f"{_number(e, g)} (difference {float(err[where]):.3g})")
 
 
 def _call_on_copies(fn, case):
