@@ -235,23 +235,40 @@ def difference(got, expected, name, rtol, atol, float32_ok=False):
             return (f"{name} contains -inf ({int(bad_inf.sum())} entries) where it should be "
                     f"finite numbers")
         return f"{name} contains inf ({int(bad_inf.sum())} entries): an overflow?"
-    if np.allclose(got_arr, exp_arr, rtol=rtol, atol=atol, equal_nan=True):
-        return None
     got_dtype, exp_dtype = getattr(got, "dtype", None), getattr(expected, "dtype", None)
     lower_precision = (got_dtype is not None and exp_dtype is not None and got_dtype.kind == "f"
                        and exp_dtype.kind == "f" and got_dtype.itemsize < exp_dtype.itemsize)
-    if lower_precision and _float32_close(got_arr, exp_arr):
+    close = np.allclose(got_arr, exp_arr, rtol=rtol, atol=atol, equal_nan=True)
+    # A lower-precision answer is judged by its dtype, the same way on every case: within
+    # its own precision it passes (float32_ok) or is told "dtype", however close it happens to be.
+    if lower_precision and (close or _float32_close(got_arr, exp_arr)):
         if float32_ok:
             return None
         return (f"{name} is {got_dtype}, but the inputs are {exp_dtype}: the values agree only to "
                 f"{got_dtype}'s precision. Keep the inputs' dtype (leave out the conversion to "
                 f"{got_dtype}).")
+    if close:
+        return None
+    message = _wrong_values(name, got_arr, exp_arr, rtol, atol)
+    if lower_precision and not float32_ok:
+        message += (f". Also, {name} is {got_dtype} while the inputs are {exp_dtype}: keep the "
+                    f"inputs' dtype")
+    return message
+
+
+def _wrong_values(name, got_arr, exp_arr, rtol, atol):
+    """The message for values outside the tolerance, naming the entry furthest outside it."""
     err = np.abs(np.nan_to_num(got_arr - exp_arr))
-    where = np.unravel_index(np.argmax(err), err.shape) if err.ndim else ()
-    at = f" at index {tuple(int(i) for i in where)}" if where else ""
+    allowed = atol + rtol * np.abs(np.nan_to_num(exp_arr))        # what np.allclose allows
+    with np.errstate(all="ignore"):
+        excess = np.nan_to_num(err / np.maximum(allowed, np.finfo(float).tiny))
+    where = np.unravel_index(np.argmax(excess), err.shape) if err.ndim else ()
     g, e = float(got_arr[where]), float(exp_arr[where])
-    return (f"{name} has the right shape but wrong values: largest difference "
-            f"{float(err.max()):.3g}{at} (got {_number(g, e)}, expected {_number(e, g)})")
+    at = (f" ({int((err > allowed).sum())} of {err.size} entries outside the tolerance): at "
+          f"index {tuple(int(i) for i in where)}, the entry furthest outside it, it is" if where
+          else ": got")
+    return (f"{name} has the right shape but wrong values{at} {_number(g, e)}, expected "
+            f"{_number(e, g)} (difference {float(err[where]):.3g})")
 
 
 def _call_on_copies(fn, case):

@@ -135,29 +135,25 @@ def loss_and_grads(params, batch, num_heads, scale=True):
     right = answers(batch, R).T                               # (R, B): index of the right word
     p_right = probs[np.arange(R)[:, None], rows, right]       # (R, B)
     loss = float(-np.mean(np.log(p_right)))
-    # backward: the readout, then the attention layer, then the embeddings
-    d_logits = probs.copy()
-    d_logits[np.arange(R)[:, None], rows, right] -= 1         # softmax + cross-entropy
-    d_logits /= R * B                                         # (R, B, V): the mean's 1/(R*B)
-    grads = {"W_out": h.T @ d_logits}                         # (R, d_model, V)
-    d_out = np.zeros_like(out)                                # (B, n, d_model): only the pronoun's
-    d_out[rows, batch.query] = np.sum(d_logits @ np.swapaxes(W_out, 1, 2), axis=0)   # row has a loss
+    # backward: the readout (lesson 08's loss_gradient, once per relation: the loss is
+    # their mean), then the attention layer (lesson 07), then the embeddings (lesson 08)
+    d_out, grads = np.zeros_like(out), {"W_out": np.zeros_like(W_out)}
+    for r in range(R):
+        d_out_r, grads["W_out"][r] = reference.loss_gradient(out, batch.query, right[r], W_out[r])
+        d_out += d_out_r / R
+    grads["W_out"] /= R
     factor = query_factor(X.shape[-1], num_heads, scale)
     g = reference.multi_head_attention_backward(X, params["W_q"] * factor, params["W_k"],
                                                 params["W_v"], params["W_o"], num_heads, d_out)
     grads["W_q"] = g["W_q"] * factor                          # chain rule through W_q * factor
     grads["W_k"], grads["W_v"], grads["W_o"] = g["W_k"], g["W_v"], g["W_o"]
-    # The lookup tok[tokens] is one_hot(tokens) @ tok, so d tok = one_hot(tokens).T @ dX:
-    # each word's row collects the gradients of every place the word appears.
-    one_hot = np.eye(len(params["tok"]), dtype=X.dtype)[batch.tokens.ravel()]   # (B * n, V)
-    grads["tok"] = one_hot.T @ g["X"].reshape(-1, X.shape[-1])                  # (V, d_model)
-    grads["pos"] = g["X"].sum(axis=0)                         # (n, d_model): same for every sentence
+    grads["tok"], grads["pos"] = reference.embedding_gradient(batch.tokens, g["X"], len(params["tok"]))
     return loss, grads
 
 
 # ------------------------------------------------------------------- the optimizer
-# Adam is ``reference.adam_step(param, grad, m, v, t, lr)``, five lines (lesson 08's
-# exercise): running averages m of the gradient and v of its square (rates 0.9 and 0.999),
+# Adam is ``reference.adam_step(param, grad, m, v, t, lr)``, five lines (lesson 08 reads
+# them): running averages m of the gradient and v of its square (rates 0.9 and 0.999),
 # bias-corrected, then a step of ``lr * m_hat / (sqrt(v_hat) + 1e-8)``. It returns the new
 # ``(param, m, v)``. Below: the step size it is given at each step.
 def learning_rate(step, steps, d_model):

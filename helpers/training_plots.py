@@ -7,7 +7,7 @@ Colour-blind-safe colours throughout: viridis for attention weights (as in
 import matplotlib.pyplot as plt
 import numpy as np
 
-from .plots import SEQUENTIAL
+from .plots import SEQUENTIAL, heatmap
 
 OKABE_ITO = ["#0072B2", "#D55E00", "#009E73", "#CC79A7", "#E69F00", "#56B4E9"]
 
@@ -123,3 +123,37 @@ def sentence_weights(weights, sentences, query, *, ax=None, title="", row_labels
     ax.set_title(title)
     ax.figure.colorbar(image, ax=ax, fraction=0.03, pad=0.02, label="attention weight")
     return ax
+
+
+def relations_by_heads(tables, relations, *, title=""):
+    """Side-by-side heatmaps of "mean weight on each relation's word" (rows) per head (columns).
+
+    Parameters
+    ----------
+    tables : dict of str -> ndarray, shape (num_relations, num_heads)
+        One panel per entry (e.g. ``{"two heads": ..., "one head": ...}``), its width
+        proportional to its number of heads.
+    relations : list of str, length num_relations
+        The row labels, written once, left of the first panel.
+
+    Returns
+    -------
+    matplotlib Figure
+    """
+    tables = {name: np.asarray(t, dtype=float) for name, t in tables.items()}
+    if any(t.ndim != 2 or t.shape[0] != len(relations) for t in tables.values()):
+        raise ValueError(f"relations_by_heads: every table must be (num_relations, num_heads) "
+                         f"with {len(relations)} rows, got "
+                         f"{[t.shape for t in tables.values()]}")
+    widths = [t.shape[1] + 0.6 for t in tables.values()]
+    fig, axes = plt.subplots(1, len(tables), figsize=(2.2 + 1.6 * sum(widths), 3),
+                             gridspec_kw={"width_ratios": widths}, squeeze=False)
+    for i, (ax, (name, table)) in enumerate(zip(axes[0], tables.items())):
+        heatmap(table, relations if i == 0 else None, [str(h) for h in range(table.shape[1])],
+                ax=ax, vmin=0, vmax=1, title=name, xlabel="head",
+                ylabel="relation" if i == 0 else "")
+        if i:
+            ax.set_yticks([])
+    fig.suptitle(title)
+    fig.tight_layout()
+    return fig

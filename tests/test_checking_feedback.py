@@ -88,6 +88,28 @@ def test_a_float32_answer_is_accepted_or_told_its_dtype(name):
         assert report.ok or "float32" in report.failures[0], report.failures
 
 
+@pytest.mark.parametrize("hidden", [False, True])
+@pytest.mark.parametrize("name", FLOAT_INPUTS)
+def test_a_float32_answer_gets_the_same_verdict_on_every_case(name, hidden):
+    """Accepted on every case (float32_ok) or told its dtype on every case where it is not
+    simply right: never accepted on one case and rejected for its values on another."""
+    exercise = EXERCISES[name]
+    report = evaluate(exercise, _in_float32(exercise), exercise.cases(hidden=hidden),
+                      blame_helpers=False)
+    if exercise.float32_ok:
+        assert report.ok, report.failures
+    else:
+        assert report.failures, "a float32 answer to float64 inputs passed every case"
+        assert all("float32" in message for message in report.failures), report.failures
+
+
+def test_the_value_message_names_the_entry_outside_the_tolerance_not_the_largest_difference():
+    expected = np.array([1000.0, 1.0])
+    got = np.array([1000.0005, 1.00001])          # first: within rtol 1e-6 of 1000; second: not
+    message = difference(got, expected, "m", 1e-6, 1e-12)
+    assert "at index (1,)" in message and "1 of 2 entries" in message
+
+
 @pytest.mark.parametrize("name", ["project_qkv", "cross_project_qkv", "attention_scores",
                                   "softmax", "scaled_dot_product_attention"])
 def test_lessons_01_to_03_accept_float32_within_its_precision(name):

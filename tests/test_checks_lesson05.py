@@ -175,6 +175,12 @@ WRONG_CROSSINGS = {
     "W_O counted twice": (crossing_wo_twice, "W_O was counted twice"),
     "multiply-add counted differently on each side": (crossing_mixed_counting,
                                                      "counted as 2 operations on one side"),
+    "rounded with int()": (lambda d_model, with_output_projection=True:
+                           int((8 if with_output_projection else 6) * d_model / 4),
+                           "rounded down to a whole number"),
+    "rounded with round()": (lambda d_model, with_output_projection=True:
+                             round((2 if with_output_projection else 1.5) * d_model + 1e-9),
+                             "rounded up (or to the nearest)"),
 }
 
 

@@ -103,7 +103,7 @@ RIGHT = {
 
 # ----------------------------------------------------------------- causal
 def causal_tiled(Q, K, V, block_size=128, *, allowed=lambda i, j: j <= i, rescale=True,
-                 skip_rows=False):
+                 skip_rows=False, mask_after_exp=False, rescale_sum=True):
     """A learner's causal loop: mask each block by global positions (one switch per mistake)."""
     n, d_k = Q.shape
     running_max = np.full(n, -np.inf)
@@ -114,11 +114,14 @@ def causal_tiled(Q, K, V, block_size=128, *, allowed=lambda i, j: j <= i, rescal
         rows = np.arange(start if skip_rows else 0, n)              # queries that may see this block
         s = Q[rows] @ K[start:stop].T / np.sqrt(d_k)
         seen = np.broadcast_to(allowed(rows[:, None], np.arange(start, stop)[None, :]), s.shape)
-        s[~seen] = -np.inf
+        if not mask_after_exp:
+            s[~seen] = -np.inf
         new_max = np.maximum(running_max[rows], s.max(axis=1))
         p = np.exp(s - new_max[:, None])
+        if mask_after_exp:                                          # max over every key, then zeroed
+            p[~seen] = 0.0
         factor = np.exp(running_max[rows] - new_max) if rescale else 1.0
-        running_sum[rows] = running_sum[rows] * factor + p.sum(axis=1)
+        running_sum[rows] = running_sum[rows] * (factor if rescale_sum else 1.0) + p.sum(axis=1)
         acc[rows] = acc[rows] * np.reshape(factor, (-1, 1)) + p @ V[start:stop]
         running_max[rows] = new_max
     return acc / running_sum[:, None]
@@ -160,6 +163,12 @@ CAUSAL_WRONG = {
     "positions inside the block": (causal_local_positions, "inside the block"),
     "no rescale": (lambda Q, K, V, block_size=128: causal_tiled(Q, K, V, block_size, rescale=False),
                    "are not rescaled when the max changes"),
+    "max over all keys, mask after exp": (
+        lambda Q, K, V, block_size=128: causal_tiled(Q, K, V, block_size, mask_after_exp=True),
+        "the mask applied after the exponential"),
+    "sum not rescaled": (lambda Q, K, V, block_size=128: causal_tiled(Q, K, V, block_size,
+                                                                      rescale_sum=False),
+                         "the running sum l is not rescaled when the max changes (acc is)"),
 }
 
 CAUSAL_RIGHT = {

@@ -121,7 +121,7 @@ ATTENTION_WRONG = {
                              "the 1/sqrt(d_k) is missing in dQ (dK has it)"),
     "divided by d_k": (lambda *a: attention_by_einsum(*a, scale="d_k"), "divided by d_k instead"),
     "the notebook's d_k": (lambda *a: attention_by_einsum(*a, scale="global"),
-                           "the notebook's global d_k"),
+                           "scaled by 1/sqrt(4), a fixed size, but this input's d_k"),
     "dV with W": (lambda *a: attention_by_einsum(*a, dV_from="W"), "dV was computed with W instead"),
     "dK = dS @ Q": (lambda *a: attention_by_einsum(*a, dK_from="dS"), "dK is transposed"),
     "dQ and dK swapped": (lambda *a: attention_by_einsum(*a, swap=True), "dQ and dK are swapped"),
@@ -178,6 +178,19 @@ def nudges_x_itself(f, x, eps=1e-6, restore=False):
     return g
 
 
+def five_point_stencil(f, x, eps=1e-6):
+    """Fourth order: more accurate than asked (the check names it, not "eps ignored")."""
+    g = np.zeros_like(x)
+    for i in np.ndindex(x.shape):
+        values = []
+        for k in (2, 1, -1, -2):
+            z = x.copy()
+            z[i] += k * eps
+            values.append(f(z))
+        g[i] = (-values[0] + 8 * values[1] - 8 * values[2] + values[3]) / (12 * eps)
+    return g
+
+
 def with_basis_vectors(f, x, eps=1e-6):
     g = np.zeros_like(x)
     for i in range(x.size):
@@ -194,7 +207,8 @@ NUMERICAL_WRONG = {
     "all entries at once": (lambda f, x, eps=1e-6: nudged_copies(f, x, eps, at_once=True),
                             "every entry of x was nudged at once"),
     "step fixed at 1e-5": (lambda f, x, eps=1e-6: nudged_copies(f, x, eps, step=1e-5),
-                           "the eps argument is ignored"),
+                           "Either the eps argument is ignored"),
+    "a five-point stencil": (five_point_stencil, "a more accurate formula (five points)"),
     "flattened": (lambda f, x, eps=1e-6: nudged_copies(f, x, eps, flat=True),
                   "the gradient was flattened"),
     "x nudged in place, never put back": (nudges_x_itself, "changed its input x in place"),

@@ -1,14 +1,13 @@
-"""The lesson 08 check (adam_step).
+"""The lesson 08 checks: ``loss_gradient`` and ``embedding_gradient``, the model's backward glue.
 
 Wrong versions are written here the way a learner might write them, independently of
 the mistake catalogue in helpers/exercises/lesson08.py; each must get its specific
 message, on the visible and on the hidden cases. Correct versions written in other
 ways must pass. Both tables (``WRONG_BY_EXERCISE``, ``RIGHT_BY_EXERCISE``) are run in
 test_checks_versions.py. (That every catalogued mistake is named by its own message is
-checked for the whole catalogue at once, in test_catalogue.py.)
+checked for the whole catalogue at once, in test_catalogue.py.) The references
+themselves are checked against central differences and hand-worked cases here too.
 """
-
-import math
 
 import numpy as np
 import pytest
@@ -16,113 +15,266 @@ import pytest
 from helpers import reference
 from helpers.exercises import EXERCISES, LESSONS, lesson08
 
-EXERCISE = EXERCISES["adam_step"]
+
+# ----------------------------------------------------------------- loss_gradient: right
+def loss_grad_loop(out, query, right, W_out):
+    """Sentence by sentence, with an explicit softmax (right)."""
+    d_out, dW_out = np.zeros_like(out), np.zeros_like(W_out)
+    B = len(query)
+    for b in range(B):
+        h = out[b, query[b]]                                # (d_model,)
+        z = h @ W_out
+        p = np.exp(z - z.max())
+        p /= p.sum()
+        p[right[b]] -= 1
+        d_out[b, query[b]] = W_out @ p / B
+        dW_out += np.outer(h, p) / B
+    return d_out, dW_out
 
 
-def adam_loop(param, grad, m, v, t, lr=0.01, beta1=0.9, beta2=0.999, eps=1e-8):
-    """Entry by entry, with math (right)."""
-    param, m, v = param.copy(), m.copy(), v.copy()
-    for i in np.ndindex(param.shape):
-        m[i] = beta1 * m[i] + (1 - beta1) * grad[i]
-        v[i] = beta2 * v[i] + (1 - beta2) * grad[i] * grad[i]
-        param[i] -= lr * (m[i] / (1 - beta1 ** t)) / (math.sqrt(v[i] / (1 - beta2 ** t)) + eps)
-    return param, m, v
+def loss_grad_one_hot(out, query, right, W_out):
+    """With a one-hot matrix of positions and of answers (right)."""
+    B, n, _ = out.shape
+    at = np.eye(n)[query]                                   # (B, n): 1 at each pronoun
+    h = np.einsum("bn,bnd->bd", at, out)
+    z = h @ W_out
+    p = np.exp(z - z.max(axis=1, keepdims=True))
+    p = p / p.sum(axis=1, keepdims=True)
+    d_logits = (p - np.eye(W_out.shape[1])[right]) / B
+    return at[:, :, None] * (d_logits @ W_out.T)[:, None, :], h.T @ d_logits
 
 
-def adam_lerp(param, grad, m, v, t, lr=0.01, beta1=0.9, beta2=0.999, eps=1e-8):
-    """Averages written as m + (1 - beta) (grad - m), on copies updated in place (right)."""
-    m = m.copy()
-    m += (1 - beta1) * (grad - m)
-    v = v.copy()
-    v += (1 - beta2) * (np.square(grad) - v)
-    step = lr * (m / (1 - np.power(beta1, t))) / (np.sqrt(v / (1 - np.power(beta2, t))) + eps)
-    return param - step, m, v
+LOSS_RIGHT = {"a loop over sentences": loss_grad_loop, "one-hot matrices": loss_grad_one_hot,
+              "the lesson's own": reference.loss_gradient}
 
 
-def adam_list(param, grad, m, v, t, lr=0.01, beta1=0.9, beta2=0.999, eps=1e-8):
-    """Returns a list instead of a tuple, and ** 0.5 for the root (right: three values in order)."""
-    m = beta1 * m + (1 - beta1) * grad
-    v = beta2 * v + (1 - beta2) * grad * grad
-    m_hat, v_hat = m / (1 - beta1 ** t), v / (1 - beta2 ** t)
-    return [param - lr * m_hat / (v_hat ** 0.5 + eps), m, v]
+# ----------------------------------------------------------------- loss_gradient: wrong
+def _softmax(z, axis=-1):
+    e = np.exp(z - z.max(axis=axis, keepdims=True))
+    return e / e.sum(axis=axis, keepdims=True)
 
 
-RIGHT = {"loop over entries": adam_loop, "lerp form": adam_lerp, "returns a list": adam_list,
-         "the lesson's own": reference.adam_step}
+def loss_no_mean(out, query, right, W_out):
+    rows = np.arange(len(query))
+    h = out[rows, query]
+    d = _softmax(h @ W_out)
+    d[rows, right] -= 1                                       # forgot the 1/B
+    d_out = np.zeros_like(out)
+    d_out[rows, query] = d @ W_out.T
+    return d_out, h.T @ d
 
 
-def no_correction(param, grad, m, v, t, lr=0.01, beta1=0.9, beta2=0.999, eps=1e-8):
-    m = beta1 * m + (1 - beta1) * grad
-    v = beta2 * v + (1 - beta2) * grad ** 2
-    return param - lr * m / (np.sqrt(v) + eps), m, v
+def loss_flipped(out, query, right, W_out):
+    rows = np.arange(len(query))
+    h = out[rows, query]
+    onehot = np.zeros((len(query), W_out.shape[1]))
+    onehot[rows, right] = 1
+    d = (onehot - _softmax(h @ W_out)) / len(query)           # "target minus prediction"
+    d_out = np.zeros_like(out)
+    d_out[rows, query] = d @ W_out.T
+    return d_out, h.T @ d
 
 
-def t_from_zero(param, grad, m, v, t, lr=0.01, beta1=0.9, beta2=0.999, eps=1e-8):
-    step = t - 1                                          # "steps are counted from 0"
-    m = beta1 * m + (1 - beta1) * grad
-    v = beta2 * v + (1 - beta2) * grad ** 2
-    return param - lr * (m / (1 - beta1 ** step)) / (np.sqrt(v / (1 - beta2 ** step)) + eps), m, v
+def loss_every_word(out, query, right, W_out):
+    rows = np.arange(len(query))
+    h = out[rows, query]
+    d = _softmax(h @ W_out)
+    d[rows, right] -= 1
+    d /= len(query)
+    d_out = np.repeat((d @ W_out.T)[:, None, :], out.shape[1], axis=1)   # every position
+    return d_out, h.T @ d
 
 
-def abs_not_square(param, grad, m, v, t, lr=0.01, beta1=0.9, beta2=0.999, eps=1e-8):
-    m = beta1 * m + (1 - beta1) * grad
-    v = beta2 * v + (1 - beta2) * grad                   # forgot the square
-    return param - lr * (m / (1 - beta1 ** t)) / (np.sqrt(v / (1 - beta2 ** t)) + eps), m, v
+def loss_colon_query(out, query, right, W_out):
+    rows = np.arange(len(query))
+    h = out[rows, query]
+    d = _softmax(h @ W_out)
+    d[rows, right] -= 1
+    d /= len(query)
+    d_out = np.zeros_like(out)
+    d_out[:, query] = d @ W_out.T                             # pairs every sentence with every query
+    return d_out, h.T @ d
 
 
-def in_place(param, grad, m, v, t, lr=0.01, beta1=0.9, beta2=0.999, eps=1e-8):
-    m *= beta1
-    m += (1 - beta1) * grad
-    v *= beta2
-    v += (1 - beta2) * grad ** 2
-    param -= lr * (m / (1 - beta1 ** t)) / (np.sqrt(v / (1 - beta2 ** t)) + eps)
-    return param, m, v
+def loss_mean_everything(out, query, right, W_out):
+    rows = np.arange(len(query))
+    h = out[rows, query]
+    d = _softmax(h @ W_out)
+    d[rows, right] -= 1
+    d /= d.size                                               # "np.mean" over every logit
+    d_out = np.zeros_like(out)
+    d_out[rows, query] = d @ W_out.T
+    return d_out, h.T @ d
 
 
-def returns_hats(param, grad, m, v, t, lr=0.01, beta1=0.9, beta2=0.999, eps=1e-8):
-    m = (beta1 * m + (1 - beta1) * grad) / (1 - beta1 ** t)
-    v = (beta2 * v + (1 - beta2) * grad ** 2) / (1 - beta2 ** t)
-    return param - lr * m / (np.sqrt(v) + eps), m, v
+def loss_prob_gradient(out, query, right, W_out):
+    rows = np.arange(len(query))
+    h = out[rows, query]
+    p = _softmax(h @ W_out)
+    d = np.zeros_like(p)
+    d[rows, right] = -1 / p[rows, right] / len(query)         # d(-log p)/dp, not d/dlogits
+    d_out = np.zeros_like(out)
+    d_out[rows, query] = d @ W_out.T
+    return d_out, h.T @ d
 
 
-def eps_in_root(param, grad, m, v, t, lr=0.01, beta1=0.9, beta2=0.999, eps=1e-8):
-    m = beta1 * m + (1 - beta1) * grad
-    v = beta2 * v + (1 - beta2) * grad ** 2
-    return param - lr * (m / (1 - beta1 ** t)) / np.sqrt(v / (1 - beta2 ** t) + eps), m, v
-
-
-def plus_sign(param, grad, m, v, t, lr=0.01, beta1=0.9, beta2=0.999, eps=1e-8):
-    m = beta1 * m + (1 - beta1) * grad
-    v = beta2 * v + (1 - beta2) * grad ** 2
-    return param + lr * (m / (1 - beta1 ** t)) / (np.sqrt(v / (1 - beta2 ** t)) + eps), m, v
-
-
-def fixed_lr(param, grad, m, v, t, lr=0.01, beta1=0.9, beta2=0.999, eps=1e-8):
-    return reference.adam_step(param, grad, m, v, t)      # passes only what it must
-
-
-WRONG = {
-    "no bias correction": (no_correction, "the bias correction is missing"),
-    "t counted from 0": (t_from_zero, "the step count is off by one"),
-    "grad not squared": (abs_not_square, "squared"),
-    "eps inside the root": (eps_in_root, "eps is inside the square root"),
-    "up the gradient": (plus_sign, "the step goes up the gradient"),
-    "m_hat and v_hat returned": (returns_hats, "the returned m and v are the bias-corrected"),
-    "arguments ignored": (fixed_lr, "is ignored"),
-    "updates its inputs in place": (in_place, "in place"),
+LOSS_WRONG = {
+    "no 1/B": (loss_no_mean, "the mean's 1/B is missing"),
+    "onehot - p": (loss_flipped, "the sign is flipped"),
+    "gradient at every word": (loss_every_word, "every position got a gradient"),
+    "d_out[:, query]": (loss_colon_query, "pairs all sentences with all positions"),
+    "divided by B * V": (loss_mean_everything, "divided by B * V"),
+    "-1/p at the right word": (loss_prob_gradient, "the gradient for the probabilities"),
 }
 
 
-WRONG_BY_EXERCISE = {"adam_step": WRONG}
-RIGHT_BY_EXERCISE = {"adam_step": RIGHT}
+# ----------------------------------------------------------------- embedding_gradient
+def emb_one_hot(tokens, dX, vocab_size):
+    """The one-hot product of the lesson's text (right)."""
+    one_hot = np.eye(vocab_size)[tokens.ravel()]              # (B * n, V)
+    return one_hot.T @ dX.reshape(-1, dX.shape[-1]), dX.sum(axis=0)
+
+
+def emb_loop(tokens, dX, vocab_size):
+    """Place by place, adding (right)."""
+    d_tok = np.zeros((vocab_size, dX.shape[-1]))
+    d_pos = np.zeros(dX.shape[1:])
+    for b in range(tokens.shape[0]):
+        for i in range(tokens.shape[1]):
+            d_tok[tokens[b, i]] += dX[b, i]
+            d_pos[i] += dX[b, i]
+    return d_tok, d_pos
+
+
+def emb_bincount(tokens, dX, vocab_size):
+    """One np.bincount per coordinate (right)."""
+    flat = tokens.ravel()
+    rows = dX.reshape(-1, dX.shape[-1])
+    d_tok = np.stack([np.bincount(flat, weights=rows[:, k], minlength=vocab_size)
+                      for k in range(rows.shape[1])], axis=1)
+    return d_tok, np.sum(dX, axis=0)
+
+
+EMB_RIGHT = {"one-hot product": emb_one_hot, "loop": emb_loop, "bincount": emb_bincount,
+             "the lesson's own": reference.embedding_gradient}
+
+
+def emb_fancy_plus(tokens, dX, vocab_size):
+    d_tok = np.zeros((vocab_size, dX.shape[-1]))
+    d_tok[tokens] += dX                                       # repeated words: one write wins
+    return d_tok, dX.sum(axis=0)
+
+
+def emb_pos_mean(tokens, dX, vocab_size):
+    d_tok = np.zeros((vocab_size, dX.shape[-1]))
+    np.add.at(d_tok, tokens, dX)
+    return d_tok, dX.mean(axis=0)
+
+
+def emb_pos_wrong_axis(tokens, dX, vocab_size):
+    d_tok = np.zeros((vocab_size, dX.shape[-1]))
+    np.add.at(d_tok, tokens, dX)
+    return d_tok, dX.sum(axis=1)
+
+
+def emb_average_per_word(tokens, dX, vocab_size):
+    d_tok = np.zeros((vocab_size, dX.shape[-1]))
+    counts = np.zeros(vocab_size)
+    for b, i in np.ndindex(tokens.shape):
+        d_tok[tokens[b, i]] += dX[b, i]
+        counts[tokens[b, i]] += 1
+    return d_tok / np.maximum(counts, 1)[:, None], dX.sum(axis=0)
+
+
+EMB_WRONG = {
+    "d_tok[tokens] += dX": (emb_fancy_plus, "d_tok[tokens] += dX writes each row once"),
+    "d_pos averaged": (emb_pos_mean, "d_pos is the mean over the sentences"),
+    "d_pos over positions": (emb_pos_wrong_axis, "d_pos was summed over the positions"),
+    "each word's rows averaged": (emb_average_per_word, "the *mean* over the places"),
+}
+
+
+WRONG_BY_EXERCISE = {"loss_gradient": LOSS_WRONG, "embedding_gradient": EMB_WRONG}
+RIGHT_BY_EXERCISE = {"loss_gradient": LOSS_RIGHT, "embedding_gradient": EMB_RIGHT}
+
+
+# ----------------------------------------------------------------- the cases and references
+def test_the_lesson_is_registered_with_its_two_exercises_in_order():
+    assert [e.name for e in LESSONS[lesson08.LESSON]] == ["loss_gradient", "embedding_gradient"]
 
 
 @pytest.mark.parametrize("hidden", [False, True], ids=["visible", "hidden"])
-def test_the_first_case_is_the_first_step_from_zero(hidden):
-    first = EXERCISE.cases(hidden)[0]
-    param, grad, m, v, t = first.args
-    assert t == 1 and not m.any() and not v.any()
+def test_the_first_embedding_case_repeats_a_word_in_a_sentence_and_across_sentences(hidden):
+    tokens = EXERCISES["embedding_gradient"].cases(hidden)[0].args[0]
+    assert any(len(set(row)) < len(row) for row in tokens.tolist())
+    assert set(tokens[0].tolist()) & set(tokens[1].tolist())
 
 
-def test_the_lesson_is_registered_with_its_exercise():
-    assert [e.name for e in LESSONS[lesson08.LESSON]] == ["adam_step"]
+@pytest.mark.parametrize("hidden", [False, True], ids=["visible", "hidden"])
+def test_the_first_loss_case_has_pronouns_at_different_places(hidden):
+    out, query, right, W_out = EXERCISES["loss_gradient"].cases(hidden)[0].args
+    assert len(set(query.tolist())) == len(query) > 1
+    assert len({out.shape[0], out.shape[1], W_out.shape[1]}) == 3     # B, n, V all differ
+
+
+def test_loss_gradient_by_hand_on_one_sentence():
+    # out: one sentence of 2 words, d_model = 1; the pronoun is word 1 with h = 2;
+    # W_out = [[1, 0]] gives logits (2, 0), p = (e^2, 1) / (e^2 + 1); the right word is 1.
+    out = np.array([[[5.0], [2.0]]])
+    W_out = np.array([[1.0, 0.0]])
+    d_out, dW_out = reference.loss_gradient(out, np.array([1]), np.array([1]), W_out)
+    p0 = np.e ** 2 / (np.e ** 2 + 1)
+    d_logits = np.array([p0, (1 - p0) - 1])                 # p - onehot(1)
+    np.testing.assert_allclose(d_out, [[[0.0], [d_logits @ W_out[0]]]])
+    np.testing.assert_allclose(dW_out, 2.0 * d_logits[None, :])
+
+
+def test_embedding_gradient_by_hand_adds_every_place():
+    tokens = np.array([[1, 1], [0, 1]])
+    dX = np.array([[[1.0], [2.0]], [[4.0], [8.0]]])
+    d_tok, d_pos = reference.embedding_gradient(tokens, dX, 3)
+    np.testing.assert_array_equal(d_tok, [[4.0], [11.0], [0.0]])   # word 1: 1 + 2 + 8
+    np.testing.assert_array_equal(d_pos, [[5.0], [10.0]])
+
+
+def test_the_references_agree_with_central_differences():
+    rng = np.random.default_rng(3)
+    out, W_out = rng.standard_normal((3, 4, 2)), rng.standard_normal((2, 5))
+    query, right = np.array([0, 3, 3]), np.array([4, 0, 2])
+
+    def loss(o, W):
+        rows = np.arange(3)
+        return -np.mean(np.log(_softmax(o[rows, query] @ W)[rows, right]))
+
+    d_out, dW_out = reference.loss_gradient(out, query, right, W_out)
+    np.testing.assert_allclose(d_out, reference.numerical_gradient(lambda Z: loss(Z, W_out), out),
+                               atol=1e-8)
+    np.testing.assert_allclose(dW_out, reference.numerical_gradient(lambda Z: loss(out, Z), W_out),
+                               atol=1e-8)
+
+
+@pytest.mark.parametrize("call, error, message", [
+    (lambda: reference.loss_gradient(np.ones((2, 3)), np.array([0, 1]), np.array([0, 1]), np.ones((3, 4))),
+     ValueError, "loss_gradient: out must have at least 3 dimensions"),
+    (lambda: reference.loss_gradient(np.ones((2, 3, 4)), np.array([0, 3]), np.array([0, 1]), np.ones((4, 5))),
+     ValueError, "loss_gradient: every entry of query must be in 0..2"),
+    (lambda: reference.loss_gradient(np.ones((2, 3, 4)), np.array([0.0, 1.0]), np.array([0, 1]),
+                                     np.ones((4, 5))), TypeError, "query must hold whole numbers"),
+    (lambda: reference.loss_gradient(np.ones((2, 3, 4)), np.array([0, 1]), np.array([0, 1]), np.ones((3, 5))),
+     ValueError, "W_out must have d_model=4 rows"),
+    (lambda: reference.embedding_gradient(np.array([[0, 5]]), np.ones((1, 2, 3)), 5),
+     ValueError, "embedding_gradient: every token must be in 0..4"),
+    (lambda: reference.embedding_gradient(np.array([[0, 1, 2]]), np.ones((1, 2, 3)), 5),
+     ValueError, "tokens must be (B, n) and dX (B, n, d_model)"),
+])
+def test_bad_input_gets_a_clear_error(call, error, message):
+    with pytest.raises(error, match=message.replace("(", r"\(").replace(")", r"\)").replace(".", r"\.")):
+        call()
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_the_references_keep_the_dtype(dtype):
+    out, W_out = np.ones((2, 3, 4), dtype=dtype), np.ones((4, 5), dtype=dtype)
+    d_out, dW_out = reference.loss_gradient(out, np.array([0, 1]), np.array([0, 1]), W_out)
+    d_tok, d_pos = reference.embedding_gradient(np.array([[0, 1, 1], [2, 2, 0]]), out, 3)
+    assert {a.dtype for a in (d_out, dW_out, d_tok, d_pos)} == {np.dtype(dtype)}

@@ -584,28 +584,63 @@ IMPLEMENTATIONS = {
                 return (4 if with_output_projection else 3) * d_model / 2
             """),
     ],
-    "adam_step": [
-        Impl("no bias correction", """
-            def adam_step(param, grad, m, v, t, lr=0.01, beta1=0.9, beta2=0.999, eps=1e-8):
-                m = beta1 * m + (1 - beta1) * grad
-                v = beta2 * v + (1 - beta2) * grad ** 2
-                return param - lr * m / (np.sqrt(v) + eps), m, v
-            """, feedback="the bias correction is missing"),
-        Impl("eps inside the root", """
-            def adam_step(param, grad, m, v, t, lr=0.01, beta1=0.9, beta2=0.999, eps=1e-8):
-                m = beta1 * m + (1 - beta1) * grad
-                v = beta2 * v + (1 - beta2) * grad * grad
-                return param - lr * (m / (1 - beta1 ** t)) / np.sqrt(v / (1 - beta2 ** t) + eps), m, v
-            """, feedback="eps is inside the square root"),
-        Impl("entry by entry", """
-            def adam_step(param, grad, m, v, t, lr=0.01, beta1=0.9, beta2=0.999, eps=1e-8):
-                new, m, v = param.copy(), m.copy(), v.copy()
-                for i in np.ndindex(param.shape):
-                    m[i] = beta1 * m[i] + (1 - beta1) * grad[i]
-                    v[i] = beta2 * v[i] + (1 - beta2) * grad[i] ** 2
-                    m_hat, v_hat = m[i] / (1 - beta1 ** t), v[i] / (1 - beta2 ** t)
-                    new[i] = param[i] - lr * m_hat / (math.sqrt(v_hat) + eps)
-                return new, m, v
+    "loss_gradient": [
+        Impl("no 1/B", """
+            def loss_gradient(out, query, right, W_out):
+                rows = np.arange(len(query))
+                h = out[rows, query]
+                z = h @ W_out
+                d = np.exp(z - z.max(axis=1, keepdims=True))
+                d = d / d.sum(axis=1, keepdims=True)
+                d[rows, right] -= 1
+                d_out = np.zeros_like(out)
+                d_out[rows, query] = d @ W_out.T
+                return d_out, h.T @ d
+            """, feedback="the mean's 1/B is missing"),
+        Impl("every sentence at every pronoun", """
+            def loss_gradient(out, query, right, W_out):
+                rows = np.arange(len(query))
+                h = out[rows, query]
+                z = h @ W_out
+                d = np.exp(z - z.max(axis=1, keepdims=True))
+                d = d / d.sum(axis=1, keepdims=True)
+                d[rows, right] -= 1
+                d /= len(query)
+                d_out = np.zeros_like(out)
+                d_out[:, query] = d @ W_out.T
+                return d_out, h.T @ d
+            """, feedback="pairs all sentences with all positions"),
+        Impl("one sentence at a time", """
+            def loss_gradient(out, query, right, W_out):
+                d_out, dW_out = np.zeros_like(out), np.zeros_like(W_out)
+                for b in range(len(query)):
+                    h = out[b, query[b]]
+                    z = h @ W_out
+                    p = np.exp(z - z.max())
+                    p = p / p.sum()
+                    p[right[b]] -= 1
+                    d_out[b, query[b]] = W_out @ p / len(query)
+                    dW_out += np.outer(h, p) / len(query)
+                return d_out, dW_out
+            """),
+    ],
+    "embedding_gradient": [
+        Impl("fancy-index +=", """
+            def embedding_gradient(tokens, dX, vocab_size):
+                d_tok = np.zeros((vocab_size, dX.shape[-1]))
+                d_tok[tokens] += dX
+                return d_tok, dX.sum(axis=0)
+            """, feedback="d_tok[tokens] += dX writes each row once"),
+        Impl("d_pos averaged", """
+            def embedding_gradient(tokens, dX, vocab_size):
+                d_tok = np.zeros((vocab_size, dX.shape[-1]))
+                np.add.at(d_tok, tokens, dX)
+                return d_tok, dX.mean(axis=0)
+            """, feedback="d_pos is the mean over the sentences"),
+        Impl("one-hot product", """
+            def embedding_gradient(tokens, dX, vocab_size):
+                one_hot = np.eye(vocab_size)[tokens.ravel()]
+                return one_hot.T @ dX.reshape(-1, dX.shape[-1]), dX.sum(axis=0)
             """),
     ],
     "causal_online_softmax_attention": [

@@ -57,3 +57,20 @@ def test_sentence_weights_writes_each_word_and_weight_and_frames_the_query():
 def test_sentence_weights_refuses_mismatched_inputs(weights, sentences, message):
     with pytest.raises(ValueError, match=message):
         training_plots.sentence_weights(weights, sentences, 0)
+
+
+def test_relations_by_heads_writes_the_relations_once_and_heads_as_numbers():
+    fig = training_plots.relations_by_heads({"two heads": np.eye(2), "one head": np.ones((2, 1)) / 2},
+                                            ["its noun", "the subject"], title="t")
+    first, second = fig.axes[:2]                      # then the two colour bars
+    assert [t.get_text() for t in first.get_yticklabels()] == ["its noun", "the subject"]
+    assert second.get_yticklabels() == []
+    assert [t.get_text() for t in first.get_xticklabels()] == ["0", "1"]
+    assert all(t.get_rotation() == 0 for t in first.get_xticklabels())
+    assert first.get_xlabel() == "head" and second.get_title() == "one head"
+    plt.close(fig)
+
+
+def test_relations_by_heads_refuses_a_table_with_the_wrong_number_of_rows():
+    with pytest.raises(ValueError, match="2 rows"):
+        training_plots.relations_by_heads({"a": np.ones((3, 1))}, ["x", "y"])

@@ -13,6 +13,8 @@ flops_crossing: both values of ``with_output_projection`` on sizes that are not 
 numbers, so each wrong coefficient (1.5 for 2, 3 or 4 for a grid counted once, 1 for
 "n ~ d", 2/3 for an equation solved upside down) gives its own number. The first case
 leaves W_O out: with it, half the right answer (2d / 2) would be d, the rule of thumb.
+The last case has an odd d_model, where 1.5 d is a fraction: an answer rounded down
+or up (the only ways to fail it) is named.
 """
 
 import numpy as np
@@ -158,11 +160,14 @@ POWER_MISTAKES = [
 
 # ----------------------------------------------------------------- flops_crossing
 def make_crossing_cases(rng, hidden):
-    specs = [(128, False), (128, True), (512, True), (100, False), (1, True), (768, False)]
+    specs = [(128, False), (128, True), (512, True), (100, False), (1, True), (768, False),
+             (101, False)]                              # 1.5 * 101 = 151.5: not a whole number
     if hidden:   # the grader's sizes, drawn afresh for each grading run
         d = int(rng.integers(64, 513))
         specs = [(d, False), (d, True), (int(rng.integers(50, 200)), True),
-                 (int(rng.integers(500, 2001)), False), (1, False), (int(rng.integers(1024, 8193)), True)]
+                 (int(rng.integers(500, 2001)), False),
+                 (2 * int(rng.integers(30, 300)) + 1, False),   # odd: 1.5 d is not whole
+                 (1, False), (int(rng.integers(1024, 8193)), True)]
     return [Case((d, w), label=f"d_model={d}, with_output_projection={w}") for d, w in specs]
 
 
@@ -193,6 +198,12 @@ CROSSING_MISTAKES = [
     Mistake("a multiply-add was counted as 2 operations on one side and 1 on the other: "
             "count both sides the same way (2 per multiply-add) before solving.",
             lambda d, w: _crossing(d, w) / 2),
+    Mistake("the answer was rounded down to a whole number: n = 1.5 * d_model is a fraction "
+            "when d_model is odd (151.5 for 101). Return it as it is.",
+            lambda d, w: float(np.floor(_crossing(d, w)))),
+    Mistake("the answer was rounded up (or to the nearest) whole number: n = 1.5 * d_model is "
+            "a fraction when d_model is odd (151.5 for 101). Return it as it is.",
+            lambda d, w: float(np.ceil(_crossing(d, w)))),
 ]
 
 

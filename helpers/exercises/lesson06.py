@@ -17,6 +17,9 @@ The tolerance is tight (1e-10 absolute in float64): tiling changes only rounding
 The causal cases have as many queries as keys, keys that grow (so the running maximum of
 query i rises at every block up to its own), and block sizes that do not divide n, so a
 mask off by one, the wrong way round, or taken inside the block each give other numbers.
+The last causal case has future keys that score about a thousand more than the visible
+ones: a version that takes the running max over every key and masks after the
+exponential gets exp(-1000) = 0 for every visible key there, and NaN.
 
 A function that gives the right numbers by building the whole ``(n_q, n_k)`` score grid
 is told so by :func:`full_grid_message`, which traces the largest memory it allocates
@@ -91,11 +94,12 @@ def _naive(Q, K, V):
 
 
 def _online(Q, K, V, block_size, *, rescale_l=True, rescale_acc=True, divide=True,
-            blocks=None, scale=True, allowed=None):
+            blocks=None, scale=True, allowed=None, mask_after_exp=False):
     """Online softmax with switchable mistakes (the reference is all defaults).
 
     ``allowed(i, j)`` (query positions (n_q, 1), key positions (1, b)) -> bool (n_q, b)
-    masks the scores where it is False; None: no mask.
+    masks the scores where it is False; None: no mask. ``mask_after_exp``: the running
+    max is taken over every key of the block, and the mask zeroes the exponentials.
     """
     n_q, n_k = Q.shape[0], K.shape[0]
     m = np.full((n_q, 1), -np.inf)
@@ -106,11 +110,13 @@ def _online(Q, K, V, block_size, *, rescale_l=True, rescale_acc=True, divide=Tru
         s = Q @ K[start:start + block_size].T
         if scale:
             s = s / np.sqrt(Q.shape[1])
+        keep = None
         if allowed is not None:
             keys = np.arange(start, start + s.shape[1])[None, :]          # (1, b)
-            s = np.where(allowed(np.arange(n_q)[:, None], keys, start), s, -np.inf)
+            keep = allowed(np.arange(n_q)[:, None], keys, start)
+            s = s if mask_after_exp else np.where(keep, s, -np.inf)
         m_new = np.maximum(m, s.max(axis=1, keepdims=True))
-        p = np.exp(s - m_new)
+        p = np.exp(s - m_new) if not mask_after_exp else np.exp(s - m_new) * keep
         r = np.exp(m - m_new)
         l = (l * r if rescale_l else l) + p.sum(axis=1, keepdims=True)
         acc = (acc * r if rescale_acc else acc) + p @ V[start:start + block_size]
@@ -165,8 +171,17 @@ MISTAKES = [
 ]
 
 # ----------------------------------------------------------------- causal
+_FAR = "future keys score about 1000 more than the visible ones"
+
+
 def _causal_case(rng, n, d_k, d_v, block_size, label, growth=None):
-    case = _case(rng, n, n, d_k, d_v, block_size, label, growth)
+    if growth == "far":      # key j scores about 300 * j: a future key far above the visible ones
+        Q = np.abs(rng.standard_normal((n, d_k))) + 0.5
+        K = np.outer(300.0 * np.arange(n) + 1.0, np.ones(d_k)) / Q.sum(axis=1).mean() * np.sqrt(d_k)
+        K = K * (1 + 0.01 * rng.standard_normal(K.shape))
+        case = Case((Q, K, rng.standard_normal((n, d_v))), {"block_size": block_size})
+    else:
+        case = _case(rng, n, n, d_k, d_v, block_size, label, growth)
     Q, K, V = case.args
     case.label = f"{label}: Q {Q.shape}, K {K.shape}, V {V.shape}, block_size={block_size}"
     return case
@@ -181,6 +196,7 @@ def make_causal_cases(rng, hidden):
         (6, 5, 4, 1, "block_size = 1", 2.0),
         (1, 3, 2, 4, "a single token", None),
         (33, 8, 6, 16, "random scores, last block of 1 key", None),
+        (7, 3, 2, 3, _FAR, "far"),
     ]
     if hidden:   # the grader's sizes, drawn afresh for each grading run
         size = lambda low, high: int(rng.integers(low, high + 1))
@@ -195,6 +211,7 @@ def make_causal_cases(rng, hidden):
             (size(4, 7), d_k, d_v, 1, "block_size = 1", 2.0),
             (1, size(2, 5), size(2, 5), size(2, 4), "a single token", None),
             (size(20, 40), size(4, 9), size(3, 7), size(5, 9), "random scores", None),
+            (size(6, 9), d_k, d_v, size(2, 4), _FAR, "far"),
         ]
     return [_causal_case(rng, *spec[:5], growth=spec[5]) for spec in specs]
 
@@ -226,10 +243,19 @@ CAUSAL_MISTAKES = [
             "start + j of the sentence. Compare query i with start + j.",
             lambda Q, K, V, block_size: _causal_online(Q, K, V, block_size,
                                                        allowed=lambda i, j, start: j - start <= i)),
+    Mistake("the running max was taken over every key of the block, future keys included, and "
+            "the mask applied after the exponential: when a future key outscores the visible "
+            "ones by a few hundred, every visible exp(s - m) is 0 and the output 0 / 0 = NaN "
+            "(lesson 03's trap). Set the masked scores to -inf *before* the running max.",
+            lambda Q, K, V, block_size: _causal_online(Q, K, V, block_size, mask_after_exp=True)),
     Mistake("the running sum l and the accumulator acc are not rescaled when the max changes: "
             + _RESCALE,
             lambda Q, K, V, block_size: _causal_online(Q, K, V, block_size, rescale_l=False,
                                                        rescale_acc=False)),
+    Mistake("the accumulator acc is not rescaled when the max changes (l is): " + _RESCALE,
+            lambda Q, K, V, block_size: _causal_online(Q, K, V, block_size, rescale_acc=False)),
+    Mistake("the running sum l is not rescaled when the max changes (acc is): " + _RESCALE,
+            lambda Q, K, V, block_size: _causal_online(Q, K, V, block_size, rescale_l=False)),
     Mistake("the final division is missing: acc is a sum of exp-weighted values; the output "
             "is acc / l, so that the weights sum to 1.",
             lambda Q, K, V, block_size: _causal_online(Q, K, V, block_size, divide=False)),
@@ -267,8 +293,9 @@ def full_grid_message(fn, n=PROBE_N, d=PROBE_D, block_size=PROBE_BLOCK):
     if peak < n * n:
         return None
     return (f"it gives the right numbers, but on {n} queries and keys with block_size={block_size} "
-            f"it allocated {format_bytes(peak)} at its peak: as much as an ({n}, {n}) array "
-            f"({format_bytes(n * n * 8)} in float64), where a block of scores is "
+            f"it allocated {format_bytes(peak)} at its peak: at least what an ({n}, {n}) grid "
+            f"takes even at one byte per entry ({format_bytes(n * n)} as booleans; "
+            f"{format_bytes(n * n * 8)} in float64), where a block of scores is "
             f"({n}, {block_size}), {format_bytes(n * block_size * 8)}. Somewhere it builds the "
             f"whole score grid (or a mask or weights of that size): compute only one block's "
             f"scores at a time.")

@@ -1,25 +1,27 @@
-"""Lesson 08 exercise: ``adam_step``, one Adam update of one parameter array.
+"""Lesson 08 exercises: the model's backward glue, ``loss_gradient`` and ``embedding_gradient``.
 
-The reference is :func:`helpers.reference.adam_step` (the one ``helpers.training`` uses)::
+The references are :func:`helpers.reference.loss_gradient` and
+:func:`helpers.reference.embedding_gradient` (the ones ``helpers.training`` uses).
 
-    m = beta1 * m + (1 - beta1) * grad
-    v = beta2 * v + (1 - beta2) * grad ** 2
-    m_hat = m / (1 - beta1 ** t),  v_hat = v / (1 - beta2 ** t)
-    return param - lr * m_hat / (sqrt(v_hat) + eps), m, v
+How the cases make each known mistake show, in the order a check meets them:
 
-How the cases make each known mistake show:
+loss_gradient
+    the first case has three sentences whose pronouns sit at different positions, and
+    ``n``, ``V`` and ``B`` all different, so that a loss gradient put at *every* position,
+    or at every sentence's pronoun in every sentence (``d_out[:, query] = ...``), or
+    divided by ``B * n`` or ``B * V`` instead of ``B``, each gives its own numbers. The
+    readout is moderately confident (logits of spread about 2), so ``p`` without the
+    one-hot, the one-hot without ``p`` (the gradient for the probabilities, ``-1 / p``
+    at the right word) and a flipped sign all differ. Then a batch where two sentences
+    share a pronoun position, a single sentence and a confident readout.
+embedding_gradient
+    the first case has a word twice in one sentence and a word in both sentences, so
+    ``d_tok[tokens] += dX`` (which keeps only one of the repeated places) shows; the
+    vocabulary has a word that never appears (its row must be 0). Then more sentences,
+    a case where every word appears once (there the fancy-index ``+=`` happens to be
+    right), and a single sentence (``d_pos`` is then ``dX[0]``).
 
-- the first case is the first step (``t = 1``, ``m = v = 0``), where the bias correction
-  matters most (without it every entry moves by about 3.2 lr instead of lr) and
-  where counting t from 0 divides by zero;
-- then a later step with a state already built up (a mistake that updates with the
-  old ``m``, ``v`` or returns them unchanged shows), explicit ``lr``, ``beta1`` and
-  ``beta2`` different from the defaults (a function that ignores them, or swaps the
-  betas, shows), gradients of size 1e-6 (where ``eps`` inside the square root changes
-  the step a hundredfold), and a vector and a 3-D array (any shape must work).
-
-Tolerances: ``rtol=1e-6, atol=1e-15`` (``m`` and ``v`` are as small as 1e-15 in the
-small-gradient case). Any order of the same operations agrees to about 1e-15.
+Tolerances: ``rtol=1e-6, atol=1e-12``; every right way of writing them agrees to about 1e-15.
 """
 
 import numpy as np
@@ -30,143 +32,191 @@ from ..checking import Case, Exercise, Mistake
 LESSON = "08_training"
 
 
-def _state(rng, shape, scale):
-    """A state a few steps into training: m ~ the gradient, v ~ its square (positive)."""
-    m = 0.1 * scale * rng.standard_normal(shape)
-    v = 0.01 * scale ** 2 * (rng.standard_normal(shape) ** 2 + 0.1)
-    return m, v
+# ------------------------------------------------------------------ loss_gradient
+def _loss_case(rng, B, n, d_model, V, label, query=None, spread=1.0):
+    out = rng.standard_normal((B, n, d_model)) * spread
+    W_out = rng.standard_normal((d_model, V)) / np.sqrt(d_model) * 2.0   # logits of spread ~2
+    query = rng.permutation(n)[:B] if query is None else np.asarray(query)
+    right = rng.integers(0, V, size=B)
+    return Case((out, query, right, W_out),
+                label=f"{label}: out {out.shape}, query {query.tolist()}, right {right.tolist()}, "
+                      f"W_out {W_out.shape}")
 
 
-def _case(rng, shape, t, label, scale=1.0, fresh=False, **kwargs):
-    param = rng.standard_normal(shape)
-    grad = scale * rng.standard_normal(shape)
-    m, v = (np.zeros(shape), np.zeros(shape)) if fresh else _state(rng, shape, scale)
-    return Case((param, grad, m, v, t), kwargs,
-                label=f"{label}: param {shape}, t={t}"
-                      + "".join(f", {k}={val}" for k, val in kwargs.items()))
-
-
-def make_cases(rng, hidden):
-    # (shape, t, label, scale, fresh, keyword arguments)
-    specs = [
-        ((3, 4), 1, "the first step (m = v = 0)", 1.0, True, {}),
-        ((4, 3), 5, "a later step", 1.0, False, {}),
-        ((2, 5), 3, "explicit hyperparameters", 1.0, False,
-         {"lr": 0.1, "beta1": 0.8, "beta2": 0.99}),
-        ((3, 3), 2, "tiny gradients (about 1e-6)", 1e-6, False, {}),
-        ((6,), 100, "a vector", 1.0, False, {}),
-        ((2, 3, 4), 1000, "a 3-D array", 0.5, False, {"lr": 3e-3}),
-    ]
-    if hidden:   # the grader's shapes and step counts, drawn afresh for each grading run
+def make_loss_gradient_cases(rng, hidden):
+    if hidden:   # the grader's sizes, drawn afresh for each grading run
         size = lambda low, high: int(rng.integers(low, high + 1))
-        rows, cols = (int(v) for v in rng.choice(np.arange(2, 7), size=2, replace=False))
-        specs = [
-            # large gradients: eps does not show here (the tiny-gradient case names eps mistakes)
-            ((rows, cols), 1, "the first step (m = v = 0)", 50.0, True, {}),
-            ((cols, rows), size(4, 10), "a later step", 1.0, False, {}),
-            ((size(2, 5), size(2, 5)), size(2, 4), "explicit hyperparameters", 3.0, False,
-             {"lr": 0.05, "beta1": 0.7, "beta2": 0.95}),
-            ((size(2, 4), size(2, 4)), size(2, 5), "tiny gradients (about 1e-6)", 1e-6, False, {}),
-            ((size(3, 9),), size(30, 80), "a vector", 1.0, False, {}),
-            ((size(2, 4), size(2, 3), size(2, 3)), size(300, 800), "a 3-D array", 1.0, False,
-             {"lr": 1e-3}),
+        B = size(3, 5)
+        n, V = (int(v) for v in rng.choice(np.arange(6, 12), size=2, replace=False))
+        n2 = size(4, 7)
+        return [
+            _loss_case(rng, B, n, size(2, 5), V, f"{B} sentences, pronouns at different places"),
+            _loss_case(rng, 3, n2, size(2, 4), size(3, 8), "two pronouns at the same place",
+                       query=[n2 - 1, 1, n2 - 1]),
+            _loss_case(rng, 1, size(3, 6), size(2, 5), size(3, 8), "a single sentence"),
+            _loss_case(rng, size(2, 5), 7, 3, size(4, 9), "a confident readout", spread=4.0),
         ]
-    return [_case(rng, shape, t, label, scale, fresh, **kw)
-            for shape, t, label, scale, fresh, kw in specs]
+    return [
+        _loss_case(rng, 3, 5, 4, 7, "3 sentences, pronouns at different places", query=[1, 4, 2]),
+        _loss_case(rng, 4, 6, 3, 5, "two pronouns at the same place", query=[5, 2, 5, 0]),
+        _loss_case(rng, 1, 4, 3, 6, "a single sentence", query=[3]),
+        _loss_case(rng, 2, 5, 4, 8, "a confident readout", query=[0, 3], spread=4.0),
+    ]
 
 
-def _adam(param, grad, m, v, t, lr=1e-2, beta1=0.9,
-          beta2=0.999, eps=1e-8, *, correct=True, t_offset=0, square=True,
-          sqrt=True, eps_inside=False, swap_betas=False, ascend=False, return_hats=False,
-          return_old=False, update_with_old=False, power_of_one_minus=False):
-    """Adam with switchable mistakes (all defaults: the right answer)."""
-    if swap_betas:
-        beta1, beta2 = beta2, beta1
-    m_new = beta1 * m + (1 - beta1) * grad
-    v_new = beta2 * v + (1 - beta2) * (grad ** 2 if square else grad)
-    m_use, v_use = (m, v) if update_with_old else (m_new, v_new)
-    step = t + t_offset
-    if not correct:
-        m_hat, v_hat = m_use, v_use
-    elif power_of_one_minus:
-        m_hat, v_hat = m_use / (1 - beta1) ** step, v_use / (1 - beta2) ** step
-    else:
-        m_hat, v_hat = m_use / (1 - beta1 ** step), v_use / (1 - beta2 ** step)
-    if eps_inside:
-        denominator = np.sqrt(v_hat + eps)
-    else:
-        denominator = (np.sqrt(v_hat) if sqrt else v_hat) + eps
-    update = lr * m_hat / denominator
-    param_new = param + update if ascend else param - update
-    if return_hats:
-        return param_new, m_hat, v_hat
-    if return_old:
-        return param_new, m, v
-    return param_new, m_new, v_new
+def _loss_grads(out, query, right, W_out, *, divide="B", sign=1.0, subtract_one_hot=True,
+                keep_p=True, softmax_axis=-1, place="pronoun"):
+    """loss_gradient with one step done wrong (all defaults: the right answer)."""
+    B, n, _ = out.shape
+    rows = np.arange(B)
+    h = out[rows, query]                                             # (B, d_model)
+    p = reference.softmax(h @ W_out, axis=softmax_axis)              # (B, V)
+    one_hot = np.zeros_like(p)
+    one_hot[rows, right] = 1.0
+    if keep_p:
+        d_logits = p - one_hot if subtract_one_hot else p.copy()
+    else:                                # the gradient for the probabilities: -1/p at the right word
+        d_logits = -one_hot / np.where(one_hot > 0, p, 1.0)
+    d_logits = sign * d_logits / {"B": B, "none": 1, "B*n": B * n, "B*V": p.size}[divide]
+    d_h = d_logits @ W_out.T                                         # (B, d_model)
+    d_out = np.zeros_like(out)
+    if place == "pronoun":
+        d_out[rows, query] = d_h
+    elif place == "everywhere":
+        d_out[:] = d_h[:, None, :]
+    else:                                                            # "all pronouns": d_out[:, query]
+        d_out[:, query] = d_h
+    return d_out, h.T @ d_logits
 
 
-def _mistake(message, **switches):
-    return Mistake(message, lambda *args, **kwargs: _adam(*args, **kwargs, **switches))
-
-
-def _efficient_form(param, grad, m, v, t, lr=1e-2, beta1=0.9,
-                    beta2=0.999, eps=1e-8):
-    """The Adam paper's "more efficient" order: the corrections folded into the step size."""
-    m = beta1 * m + (1 - beta1) * grad
-    v = beta2 * v + (1 - beta2) * grad ** 2
-    step_size = lr * np.sqrt(1 - beta2 ** t) / (1 - beta1 ** t)
-    return param - step_size * m / (np.sqrt(v) + eps), m, v
-
-
-def _defaults_only(param, grad, m, v, t, **ignored):
-    """A function that ignores lr, beta1, beta2 and eps (always the defaults)."""
-    return _adam(param, grad, m, v, t)
-
-
-MISTAKES = [
-    _mistake("the bias correction is missing: divide m by (1 - beta1**t) and v by "
-             "(1 - beta2**t) before the update. At t = 1 both averages are still mostly the "
-             "zeros they started from, so without it the first steps are far too big.",
-             correct=False),
-    _mistake("the step count is off by one: t counts from 1 (the first step has t = 1), so the "
-             "first bias correction is 1 - beta**1, never 1 - beta**0 = 0.", t_offset=-1),
-    _mistake("v must average the *squared* gradient, grad ** 2: it is the gradient's typical "
-             "size, always positive (its square root is taken).", square=False),
-    _mistake("the square root is missing: divide by sqrt(v_hat) + eps. v is the average "
-             "*squared* gradient; its square root has the gradient's units, so the step is "
-             "about lr whatever the gradient's size.", sqrt=False),
-    _mistake("eps is inside the square root: use sqrt(v_hat) + eps, not sqrt(v_hat + eps). "
-             "With tiny gradients (v_hat around 1e-12) the two differ a hundredfold.", eps_inside=True),
-    _mistake("beta1 and beta2 are swapped: m (the gradient's average) uses beta1 = 0.9, "
-             "v (the squared gradient's average) uses beta2 = 0.999.", swap_betas=True),
-    _mistake("the step goes up the gradient: subtract lr * m_hat / (sqrt(v_hat) + eps) "
-             "from param, to make the loss smaller.", ascend=True),
-    _mistake("the returned m and v are the bias-corrected m_hat and v_hat: return the plain "
-             "running averages m and v (the correction is applied afresh at every step).",
-             return_hats=True),
-    _mistake("the returned m and v are the old ones: return the updated running averages, "
-             "so the next step starts from them.", return_old=True),
-    _mistake("the update uses last step's m and v: first update m and v with this step's "
-             "gradient, then use the new ones for the step.", update_with_old=True),
-    _mistake("the bias correction is (1 - beta) ** t: it is 1 - (beta ** t), the part of the "
-             "average that is not yet made of zeros.", power_of_one_minus=True),
-    Mistake("eps is added to sqrt(v) before the bias correction (the Adam paper's faster form, "
-            "which folds the corrections into the step size): that amounts to a different eps. "
-            "Use the form of the lesson, sqrt(v_hat) + eps with v_hat already corrected.",
-            _efficient_form),
-    Mistake("lr, beta1, beta2 or eps is ignored: use the arguments the function is given "
-            "(their defaults are only for when they are not).", _defaults_only),
+LOSS_GRADIENT_MISTAKES = [
+    Mistake("the mean's 1/B is missing: the loss is the *mean* of the B sentences' "
+            "cross-entropies, so every gradient is divided by B.",
+            lambda *a: _loss_grads(*a, divide="none")),
+    Mistake("divided by B * n: the loss averages over the B sentences only (one pronoun each), "
+            "not over every word; divide by B.",
+            lambda *a: _loss_grads(*a, divide="B*n")),
+    Mistake("divided by B * V: the loss is a mean over the B sentences, not over every "
+            "logit; divide by B.",
+            lambda *a: _loss_grads(*a, divide="B*V")),
+    Mistake("the sign is flipped: the gradient of -log p_right for the logits is p - onehot(right), "
+            "not onehot(right) - p.",
+            lambda *a: _loss_grads(*a, sign=-1.0)),
+    Mistake("the one-hot was not subtracted: the gradient for the logits is p - onehot(right); "
+            "p alone pushes every word down, the right one too.",
+            lambda *a: _loss_grads(*a, subtract_one_hot=False)),
+    Mistake("that is the gradient for the probabilities (-1/p at the right word), not for the "
+            "logits: the softmax's backward pass turns it into p - onehot(right).",
+            lambda *a: _loss_grads(*a, keep_p=False)),
+    Mistake("the softmax ran along the wrong axis (over the sentences): each sentence's logits "
+            "over the vocabulary (the last axis) are one softmax.",
+            lambda *a: _loss_grads(*a, softmax_axis=0)),
+    Mistake("every position got a gradient: only the pronoun's output is read, so d_out is 0 "
+            "at every other word of the sentence.",
+            lambda *a: _loss_grads(*a, place="everywhere")),
+    Mistake("each sentence got a gradient at *every* sentence's pronoun position: d_out[:, query] "
+            "pairs all sentences with all positions. Pair sentence b with its own query[b]: "
+            "d_out[rows, query] with rows = np.arange(B).",
+            lambda *a: _loss_grads(*a, place="all pronouns")),
 ]
+
+
+# ------------------------------------------------------------------ embedding_gradient
+def _embedding_case(rng, tokens, vocab_size, d_model, label):
+    tokens = np.asarray(tokens)
+    dX = rng.standard_normal((*tokens.shape, d_model))
+    return Case((tokens, dX, vocab_size),
+                label=f"{label}: tokens {tokens.tolist()}, dX {dX.shape}, vocab_size={vocab_size}")
+
+
+def make_embedding_gradient_cases(rng, hidden):
+    if hidden:   # the grader's sizes, drawn afresh for each grading run
+        size = lambda low, high: int(rng.integers(low, high + 1))
+        n, V = size(4, 6), size(8, 11)
+        repeated = rng.integers(0, V - 1, size=(2, n))            # word V - 1 never appears
+        repeated[0, :2] = repeated[1, -1] = int(rng.integers(0, V - 1))   # twice, and in both
+        B = size(3, 5)
+        once = rng.permutation(V + 3)[:B * 2].reshape(B, 2)
+        return [
+            _embedding_case(rng, repeated, V, size(2, 4),
+                            "a word twice in a sentence and in both sentences"),
+            _embedding_case(rng, rng.integers(0, 4, size=(B, n)), 4, size(2, 4),
+                            f"{B} sentences, 4 words"),
+            _embedding_case(rng, once, V + 3, size(2, 3), "every word at most once"),
+            _embedding_case(rng, rng.integers(0, 5, size=(1, n)), 5, size(2, 4), "one sentence"),
+        ]
+    return [
+        _embedding_case(rng, [[0, 2, 2, 3, 1], [4, 2, 0, 5, 3]], 7, 3,
+                        "a word twice in a sentence and in both sentences"),
+        _embedding_case(rng, [[1, 0, 1, 2], [2, 2, 0, 3], [3, 1, 1, 1]], 4, 2,
+                        "3 sentences, 4 words"),
+        _embedding_case(rng, [[5, 0, 3], [1, 6, 2]], 8, 2, "every word at most once"),
+        _embedding_case(rng, [[0, 3, 0, 1, 4]], 5, 3, "one sentence"),
+    ]
+
+
+def _embedding_grads(tokens, dX, vocab_size, *, tok="add", pos="sum"):
+    """embedding_gradient with one step done wrong (all defaults: the right answer)."""
+    d_model = dX.shape[-1]
+    d_tok = np.zeros((vocab_size, d_model))
+    flat, rows = tokens.ravel(), dX.reshape(-1, d_model)
+    if tok == "add":
+        np.add.at(d_tok, flat, rows)
+    elif tok == "fancy":                                             # d_tok[tokens] += dX
+        d_tok[flat] += rows
+    elif tok == "mean":
+        np.add.at(d_tok, flat, rows)
+        d_tok /= np.maximum(np.bincount(flat, minlength=vocab_size), 1)[:, None]
+    else:                                                            # "transposed"
+        np.add.at(d_tok, flat, rows)
+        d_tok = d_tok.T
+    d_pos = {"sum": lambda: dX.sum(axis=0), "mean": lambda: dX.mean(axis=0),
+             "positions": lambda: dX.sum(axis=1), "all": lambda: dX.sum(axis=(0, 1))}[pos]()
+    return d_tok, d_pos
+
+
+EMBEDDING_GRADIENT_MISTAKES = [
+    Mistake("a word that appears more than once got the gradient of only one of its places: "
+            "with repeated indices, d_tok[tokens] += dX writes each row once (the last write "
+            "wins), it does not add up. Every place a word appears must add to its row: "
+            "np.add.at, or the product one_hot(tokens).T @ dX.",
+            lambda *a: _embedding_grads(*a, tok="fancy")),
+    Mistake("each word's row is the *mean* over the places it appears: it must be the sum "
+            "(tok[w] is used at every one of them, and each use adds its gradient).",
+            lambda *a: _embedding_grads(*a, tok="mean")),
+    Mistake("d_tok is transposed: it has the shape of tok, (vocab_size, d_model), one row per word.",
+            lambda *a: _embedding_grads(*a, tok="transposed")),
+    Mistake("d_pos is the mean over the sentences: pos is added to every sentence, so its "
+            "gradient is the *sum* of dX over the sentences (axis 0).",
+            lambda *a: _embedding_grads(*a, pos="mean")),
+    Mistake("d_pos was summed over the positions (axis 1): pos has one row per position, "
+            "shape (n, d_model), so sum dX over the sentences (axis 0).",
+            lambda *a: _embedding_grads(*a, pos="positions")),
+    Mistake("d_pos was summed over the sentences and the positions: pos has one row per "
+            "position, shape (n, d_model); sum dX over the sentences (axis 0) only.",
+            lambda *a: _embedding_grads(*a, pos="all")),
+]
+
 
 EXERCISES = [
     Exercise(
-        name="adam_step",
+        name="loss_gradient",
         lesson=LESSON,
-        reference=reference.adam_step,
-        make_cases=make_cases,
-        mistakes=MISTAKES,
-        outputs=("param", "m", "v"),
+        reference=reference.loss_gradient,
+        make_cases=make_loss_gradient_cases,
+        mistakes=LOSS_GRADIENT_MISTAKES,
+        outputs=("d_out", "dW_out"),
         rtol=1e-6,
-        atol=1e-15,
+        atol=1e-12,
+    ),
+    Exercise(
+        name="embedding_gradient",
+        lesson=LESSON,
+        reference=reference.embedding_gradient,
+        make_cases=make_embedding_gradient_cases,
+        mistakes=EMBEDDING_GRADIENT_MISTAKES,
+        outputs=("d_tok", "d_pos"),
+        rtol=1e-6,
+        atol=1e-12,
     ),
 ]

@@ -24,6 +24,8 @@ module          what it holds                                               less
 ``tiling``      the online softmax over key/value blocks                    06
 ``backward``    gradients by hand, and central differences to check them    07
 ``optimizer``   one Adam step                                               08
+``training``    the model's backward glue: the loss at the pronoun, the       08
+                embedding tables
 ==============  ==========================================================  =======
 
 The input checks they call are in :mod:`helpers.validation`.
@@ -49,6 +51,7 @@ from .cost import attention_flops, fit_power_law, flops_crossing
 from .multi_head import merge_heads, multi_head_attention, split_heads, split_heads_batched
 from .optimizer import adam_step
 from .tiling import causal_online_softmax_attention, online_softmax_attention
+from .training import embedding_gradient, loss_gradient
 
 __all__ = [
     "project_qkv",
@@ -73,4 +76,6 @@ __all__ = [
     "numerical_gradient",
     "multi_head_attention_backward",
     "adam_step",
+    "loss_gradient",
+    "embedding_gradient",
 ]
