@@ -24,6 +24,7 @@ module          what it holds                                               less
 ``tiling``      the online softmax over key/value blocks                    06
 ``backward``    gradients by hand, and central differences to check them    07
 ``optimizer``   one Adam step                                               08
+``inference``   grouped-query attention, sliding windows, the KV cache      11
 ==============  ==========================================================  =======
 
 The input checks they call are in :mod:`helpers.validation`.
@@ -46,6 +47,12 @@ from .backward import (
     softmax_backward,
 )
 from .cost import attention_flops, fit_power_law, flops_crossing
+from .inference import (
+    attention_decode_step,
+    empty_kv_cache,
+    grouped_query_attention,
+    sliding_window_mask,
+)
 from .multi_head import merge_heads, multi_head_attention, split_heads, split_heads_batched
 from .optimizer import adam_step
 from .tiling import causal_online_softmax_attention, online_softmax_attention
@@ -73,4 +80,8 @@ __all__ = [
     "numerical_gradient",
     "multi_head_attention_backward",
     "adam_step",
+    "grouped_query_attention",
+    "sliding_window_mask",
+    "attention_decode_step",
+    "empty_kv_cache",
 ]
