@@ -332,3 +332,40 @@ def test_decode_step_rejects_kv_matrices_for_another_number_of_kv_heads():
     with pytest.raises(ValueError, match=r"attention_decode_step: W_k must be "
                                          r"\(d_model, num_kv_heads \* d_head\) = \(8, 2\)"):
         attention_decode_step(np.ones(8), empty_kv_cache(1, 2), W_q, W_k, W_v, W_o, 4, 1)
+
+
+# ------------------------------------------------------------ sliding_window_attention
+@pytest.mark.parametrize("n, window", [(10, 3), (7, 1), (5, 5), (4, 9), (13, 4)])
+def test_banded_attention_equals_attention_with_the_window_mask(n, window):
+    from helpers.reference import scaled_dot_product_attention, sliding_window_attention
+    rng = np.random.default_rng(n + window)
+    Q, K, V = rng.standard_normal((3, 2, n, 4))             # a batch of 2
+    expected = scaled_dot_product_attention(Q, K, V, sliding_window_mask(n, window))[0]
+    np.testing.assert_allclose(sliding_window_attention(Q, K, V, window), expected, rtol=0, atol=1e-12)
+
+
+def test_banded_attention_rejects_a_window_below_one():
+    from helpers.reference import sliding_window_attention
+    with pytest.raises(ValueError, match="sliding_window_attention: window must be positive"):
+        sliding_window_attention(np.ones((3, 2)), np.ones((3, 2)), np.ones((3, 2)), 0)
+
+
+# ------------------------------------------------------------ mean_pool_kv_heads
+def test_mean_pooling_to_as_many_kv_heads_changes_nothing():
+    from helpers.reference import mean_pool_kv_heads
+    W = np.random.default_rng(0).standard_normal((6, 8))
+    np.testing.assert_array_equal(mean_pool_kv_heads(W, 4, 4), W)
+
+
+def test_mean_pooling_averages_the_heads_of_each_group_by_hand():
+    from helpers.reference import mean_pool_kv_heads
+    # 4 heads of 1 column: [1, 3, 5, 7] -> 2 kv heads: [(1 + 3) / 2, (5 + 7) / 2]
+    W = np.array([[1.0, 3.0, 5.0, 7.0]])
+    np.testing.assert_array_equal(mean_pool_kv_heads(W, 4, 2), [[2.0, 6.0]])
+    np.testing.assert_array_equal(mean_pool_kv_heads(W, 4, 1), [[4.0]])
+
+
+def test_mean_pooling_rejects_kv_heads_that_do_not_divide():
+    from helpers.reference import mean_pool_kv_heads
+    with pytest.raises(ValueError, match="mean_pool_kv_heads: num_heads=4 is not divisible by num_kv_heads=3"):
+        mean_pool_kv_heads(np.ones((2, 8)), 4, 3)

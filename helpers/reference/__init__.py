@@ -51,6 +51,8 @@ from .inference import (
     attention_decode_step,
     empty_kv_cache,
     grouped_query_attention,
+    mean_pool_kv_heads,
+    sliding_window_attention,
     sliding_window_mask,
 )
 from .multi_head import merge_heads, multi_head_attention, split_heads, split_heads_batched
@@ -84,4 +86,6 @@ __all__ = [
     "sliding_window_mask",
     "attention_decode_step",
     "empty_kv_cache",
+    "sliding_window_attention",
+    "mean_pool_kv_heads",
 ]

@@ -12,7 +12,7 @@ Part of :mod:`helpers.reference` (see its docstring for the conventions).
 import numpy as np
 
 from ..validation import as_float_array, bool_mask, positive_int, shape_str
-from .attention import _softmax
+from .attention import _attention, _check_qkv, _softmax
 from .multi_head import _check_heads
 
 
@@ -212,3 +212,69 @@ def attention_decode_step(x, cache, W_q, W_k, W_v, W_o, num_heads, num_kv_heads=
     out, _ = _grouped_attention(q, K, V, num_kv_heads)   # (..., h, 1, d_head): sees itself too
     out = out.reshape(*batch, d_model) @ mats["W_o"]     # merge the heads, then W_o
     return out, {"K": K, "V": V}
+
+
+def sliding_window_attention(Q, K, V, window):
+    """Sliding-window self-attention computed band by band: O(n * window) time and memory.
+
+    The same ``out`` as ``scaled_dot_product_attention(Q, K, V, sliding_window_mask(n,
+    window))[0]``, without the ``(n, n)`` grid: queries go in blocks of ``window``, and a
+    block starting at token ``s`` only needs the keys ``s - window + 1 ... s + window - 1``.
+    The biggest score array is ``(window, 2 * window - 1)``.
+
+    Parameters
+    ----------
+    Q, K : ndarray, shape (..., n, d_k)
+    V : ndarray, shape (..., n, d_v)
+    window : int >= 1
+
+    Returns
+    -------
+    out : ndarray, shape (..., n, d_v)
+    """
+    where = "sliding_window_attention"
+    Q, K, V, _ = _check_qkv(where, Q, K, V)
+    window = positive_int(where, "window", window)
+    n = Q.shape[-2]
+    if K.shape[-2] != n:
+        raise ValueError(f"{where}: self-attention needs as many queries as keys, got "
+                         f"Q {shape_str(Q.shape)}, K {shape_str(K.shape)}")
+    batch = np.broadcast_shapes(Q.shape[:-2], K.shape[:-2], V.shape[:-2])
+    out = np.empty(batch + (n, V.shape[-1]), dtype=np.result_type(Q, K, V))
+    for start in range(0, n, window):
+        stop = min(n, start + window)
+        first = max(0, start - window + 1)                       # the oldest key any query here sees
+        offset = np.arange(start, stop)[:, None] - np.arange(first, stop)[None, :]   # i - j
+        band = (offset >= 0) & (offset < window)                 # (b, keys): this block's mask
+        out[..., start:stop, :] = _attention(Q[..., start:stop, :], K[..., first:stop, :],
+                                             V[..., first:stop, :], band)[0]   # (..., b, d_v)
+    return out
+
+
+def mean_pool_kv_heads(W, num_heads, num_kv_heads):
+    """Turn multi-head key (or value) columns into grouped ones: each group's heads averaged.
+
+    How Ainslie et al. (2023, *GQA*) convert a trained multi-head model before a short
+    further training: key/value head k is the mean of the columns of query heads
+    ``k*group ... (k+1)*group - 1``, with ``group = num_heads // num_kv_heads``.
+
+    Parameters
+    ----------
+    W : ndarray, shape (d_model, num_heads * d_head)
+    num_heads : int
+    num_kv_heads : int, divides num_heads
+
+    Returns
+    -------
+    ndarray, shape (d_model, num_kv_heads * d_head)
+    """
+    where = "mean_pool_kv_heads"
+    W = as_float_array(where, "W", W, min_ndim=2)
+    d_model, width = W.shape
+    num_heads = positive_int(where, "num_heads", num_heads)
+    if width % num_heads:
+        raise ValueError(f"{where}: W has {width} columns, not divisible by num_heads={num_heads}")
+    num_kv_heads, group = _check_kv_heads(where, num_heads, num_kv_heads)
+    d_head = width // num_heads
+    blocks = W.reshape(d_model, num_kv_heads, group, d_head)      # head i = (i // group, i % group)
+    return blocks.mean(axis=2).reshape(d_model, num_kv_heads * d_head)
