@@ -8,6 +8,8 @@ functions. Timings depend on the machine and what else it is doing: shown, never
     bytes_ = cache_bytes_after(attention_decode_step, 512, num_heads=8, num_kv_heads=2)
 """
 
+import time
+
 import numpy as np
 
 from . import measure, reference
@@ -33,7 +35,7 @@ def random_weights(d_model, num_heads, num_kv_heads=None, seed=0):
 
 
 def time_per_token(decode_step, cached_sizes, recompute_sizes, d_model=64, num_heads=4,
-                   repeat=5, seed=0):
+                   repeat=7, seed=0, clock=time.process_time):
     """Seconds to produce the attention output of token ``n + 1`` after ``n`` tokens, two ways.
 
     - with the KV cache: one ``decode_step(x, cache, ...)`` with ``n`` cached keys and values;
@@ -48,6 +50,9 @@ def time_per_token(decode_step, cached_sizes, recompute_sizes, d_model=64, num_h
     d_model, num_heads : int
     repeat : int
         Timed groups per size (see :func:`helpers.measure.median_time`).
+    clock : callable returning seconds
+        This process's CPU time by default: what the step costs, not counting the time
+        spent waiting for a core while other programs run (wall time: ``time.perf_counter``).
 
     Returns
     -------
@@ -63,25 +68,28 @@ def time_per_token(decode_step, cached_sizes, recompute_sizes, d_model=64, num_h
         cache = {"K": rng.standard_normal((num_heads, n, d_head)),        # (h, n, d_head)
                  "V": rng.standard_normal((num_heads, n, d_head))}
         cached.append(measure.median_time(lambda: decode_step(x, cache, *W, num_heads),
-                                          repeat=repeat, number=None))
+                                          repeat=repeat, number=None, clock=clock))
     recomputed = []
     for n in recompute_sizes:
         X = rng.standard_normal((n + 1, d_model))                         # (n + 1, d_model)
         mask = reference.causal_mask(n + 1)
         recomputed.append(measure.median_time(
             lambda: reference.multi_head_attention(X, *W, num_heads, mask=mask),
-            repeat=max(1, repeat // 2), number=None))
+            repeat=max(1, repeat // 2), number=None, clock=clock))
     return {WITH_CACHE: (np.array(cached_sizes), np.array(cached)),
             RECOMPUTING: (np.array(recompute_sizes), np.array(recomputed))}
 
 
-def fit_tail(timing, start):
-    """The fitted exponent of each line of ``timing``, over its sizes ``>= start``."""
-    return {name: reference.fit_power_law(n[n >= start], t[n >= start])
-            for name, (n, t) in timing.items()}
+def fit_range(timing, start, stop):
+    """The fitted exponent of each line of ``timing``, over its sizes ``start <= n <= stop``."""
+    fits = {}
+    for name, (n, t) in timing.items():
+        keep = (n >= start) & (n <= stop)
+        fits[name] = reference.fit_power_law(n[keep], t[keep])
+    return fits
 
 
-def plot_time_per_token(timing, exponents, start, ax=None):
+def plot_time_per_token(timing, exponents, start, stop, ax=None):
     """Time per generated token against n, log-log, one line per way; returns the Axes."""
     import matplotlib.pyplot as plt
 
@@ -89,12 +97,16 @@ def plot_time_per_token(timing, exponents, start, ax=None):
         _, ax = plt.subplots(figsize=(8, 4.8), layout="tight")
     for i, (name, (n, t)) in enumerate(timing.items()):
         ax.plot(n, 1e3 * t, "os"[i % 2] + "-", color=COLOURS[i],
-                label=f"{name}: fitted k = {exponents[name]:.2f} (n ≥ {start})")
+                label=f"{name}: fitted k = {exponents[name]:.2f} (n = {start} to {stop})")
+    for (name, (n, t)), k, style in zip(timing.items(), (1, 2), (":", "--")):
+        last = np.flatnonzero(n <= stop)[-1]                  # the guide passes through (stop, t)
+        ax.plot(n, 1e3 * t[last] * (n / n[last]) ** k, style, color="grey", linewidth=1,
+                label=f"a slope of exactly {k}")
     n_all = sorted(set(np.concatenate([n for n, _ in timing.values()]).tolist()))
     log_axes(ax, xticks=n_all)
     ax.set_title("Time to generate one more token, after n tokens")
     ax.set_xlabel("tokens so far n")
-    ax.set_ylabel("median time per token (ms)")
+    ax.set_ylabel("median CPU time per token (ms)")
     ax.legend(loc="upper left")
     return ax
 
@@ -120,7 +132,7 @@ def cache_bytes_after(decode_step, n, d_model=64, num_heads=8, num_kv_heads=None
     return int(cache["K"].nbytes + cache["V"].nbytes)
 
 
-def window_costs(window, sizes, d=32, repeat=3, seed=0):
+def window_costs(window, sizes, d=32, repeat=3, seed=0, clock=time.process_time):
     """Time and peak traced memory of self-attention over n tokens: band by band, or the full grid.
 
     Both give the sliding-window attention (window ``window``): one computes it band by band
@@ -130,7 +142,8 @@ def window_costs(window, sizes, d=32, repeat=3, seed=0):
     Returns
     -------
     times, peaks : dict name -> ndarray, shape (len(sizes),)
-        Seconds per call and peak bytes, for ``"band by band"`` and ``"whole grid, masked"``.
+        Seconds per call (this process's CPU time by default, see :func:`time_per_token`)
+        and peak bytes, for ``"band by band"`` and ``"whole grid, masked"``.
     """
     rng = np.random.default_rng(seed)
 
@@ -140,7 +153,12 @@ def window_costs(window, sizes, d=32, repeat=3, seed=0):
         return {"band by band": lambda: reference.sliding_window_attention(Q, K, V, window),
                 "whole grid, masked": lambda: reference.scaled_dot_product_attention(Q, K, V, mask)[0]}
 
-    return (measure.median_times(versions, sizes, repeat=repeat),
+    times = {}
+    for n in sizes:
+        for name, fn in versions(n).items():
+            times.setdefault(name, []).append(
+                measure.median_time(fn, repeat=repeat, number=None, clock=clock))
+    return ({name: np.array(t) for name, t in times.items()},
             measure.traced_peaks(versions, sizes))
 
 
@@ -160,3 +178,11 @@ def plot_window_costs(sizes, times, peaks, window):
         ax.legend(loc="upper left")
     fig.suptitle(f"Sliding-window attention (window = {window}) over n tokens")
     return fig, k_time, k_mem
+
+
+def table(rows):
+    """Rows of strings as a plain text table: the first row is the header, columns left-aligned."""
+    widths = [max(len(str(row[i])) for row in rows) for i in range(len(rows[0]))]
+    lines = ["  ".join(f"{str(cell):<{w}}" for cell, w in zip(row, widths)).rstrip() for row in rows]
+    lines.insert(1, "  ".join("-" * w for w in widths))
+    return "\n".join(lines)

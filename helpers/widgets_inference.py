@@ -30,7 +30,7 @@ def cache_numbers_per_token(num_kv_heads, d_head, num_layers=1):
 
 
 def kv_heads_explorer(grouped_query_attention, X, W_q, W_k, W_v, W_o, tokens, num_heads,
-                      value=None, n_cached=4096, figsize=(8.5, 4.4)):
+                      value=None, n_cached=4096, figsize=(8.5, 4.2)):
     """A kv-heads slider above every query head's attention map (lesson 11).
 
     ``W_k`` and ``W_v`` are multi-head matrices, ``(d_model, d_model)``; with ``g`` key/value
