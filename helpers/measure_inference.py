@@ -107,7 +107,7 @@ def plot_time_per_token(timing, exponents, start, stop, ax=None):
     ax.set_title("Time to generate one more token, after n tokens")
     ax.set_xlabel("tokens so far n")
     ax.set_ylabel("median CPU time per token (ms)")
-    ax.legend(loc="upper left")
+    ax.legend(loc="lower right", fontsize=9)
     return ax
 
 
@@ -174,6 +174,7 @@ def plot_window_costs(sizes, times, peaks, window):
                        title="Time")
     measure.plot_peaks(ax_mem, sizes, peaks, colours, k_mem, xlabel="sequence length n (tokens)",
                        title="Peak memory")
+    ax_time.set_ylabel("median CPU time per call (ms)")
     for ax in (ax_time, ax_mem):
         ax.legend(loc="upper left")
     fig.suptitle(f"Sliding-window attention (window = {window}) over n tokens")
