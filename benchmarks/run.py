@@ -280,7 +280,7 @@ def slider_steps():
     return {"lesson 02, d_k": (lambda v: dk_redraw(d_k=v), list(d_k.options)),
             "lesson 03, sat's query": (lambda v: sat_redraw(noun=v), list(noun.options)),
             "lesson 04, heads": (heads_redraw, list(heads_box.children[0].options)),
-            "lesson 11, kv heads": (kv_redraw, list(kv_box.children[0].options))}
+            "lesson 11, kv heads": (kv_redraw, list(kv_box.children[1].options))}
 
 
 def bench_sliders(repeat):

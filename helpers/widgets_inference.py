@@ -8,7 +8,7 @@ import numpy as np
 
 from . import plots
 from .reference import mean_pool_kv_heads
-from .widgets import choice_slider, divisors, figure_slider
+from .widgets import choice_slider, divisors
 
 
 def kv_heads_slider(num_heads, value=None, description="kv heads"):
@@ -30,36 +30,82 @@ def cache_numbers_per_token(num_kv_heads, d_head, num_layers=1):
 
 
 def kv_heads_explorer(grouped_query_attention, X, W_q, W_k, W_v, W_o, tokens, num_heads,
-                      value=None, n_cached=4096, figsize=(8.5, 4.2)):
-    """A kv-heads slider above every query head's attention map (lesson 11).
+                      value=None, n_cached=4096, figsize=(8.5, 4.2), dpi=72):
+    """Lesson 04's head-count slider beside a kv-heads slider, above every query head's map.
 
     ``W_k`` and ``W_v`` are multi-head matrices, ``(d_model, d_model)``; with ``g`` key/value
     heads each group's heads are averaged (:func:`helpers.reference.mean_pool_kv_heads`),
-    and each step calls ``grouped_query_attention(X, W_q, W_k_g, W_v_g, W_o, num_heads, g)``
-    (the learner's own, once written). The title gives the cache size per token and for
-    ``n_cached`` tokens, in float64.
+    and each step calls ``grouped_query_attention(X, W_q, W_k_g, W_v_g, W_o, h, g)`` (the
+    learner's own, once written). The head-count slider offers the divisors of d_model;
+    the kv-heads slider the divisors of the current head count (moving the head count keeps
+    the kv heads if they still divide it, else the largest divisor below). The title gives
+    the cache size per token and for ``n_cached`` tokens, in float64.
 
     Returns
     -------
-    box, redraw : as :func:`helpers.widgets.figure_slider`
+    box : ipywidgets.VBox
+        The two sliders and the picture; display it.
+    redraw : callable (num_kv_heads, num_heads=None) -> bytes
+        Redraws for those counts (the head count defaults to its slider's) and returns the
+        PNG; time it to measure one slider step.
     """
-    d_model = X.shape[-1]
-    d_head = d_model // num_heads
+    from io import BytesIO
 
-    def draw(fig, g):
-        W_k_g = mean_pool_kv_heads(W_k, num_heads, g)        # (d_model, g * d_head)
-        W_v_g = mean_pool_kv_heads(W_v, num_heads, g)
-        _, weights = grouped_query_attention(X, W_q, W_k_g, W_v_g, W_o, num_heads, g)   # (h, n, n)
+    import ipywidgets as widgets
+    from matplotlib.figure import Figure
+
+    from .widgets import head_count_slider
+
+    d_model = X.shape[-1]
+    heads = head_count_slider(d_model, value=num_heads)
+    kv = kv_heads_slider(num_heads, value)
+    fig = Figure(figsize=figsize, dpi=dpi)
+    image = widgets.Image(format="png")
+    moving = {"heads": False}          # True while the head count re-offers the kv counts
+
+    def draw(h, g):
+        d_head = d_model // h
+        W_k_g = mean_pool_kv_heads(W_k, h, g)                  # (d_model, g * d_head)
+        W_v_g = mean_pool_kv_heads(W_v, h, g)
+        _, weights = grouped_query_attention(X, W_q, W_k_g, W_v_g, W_o, h, g)   # (h, n, n)
         fig.subplots_adjust(left=0.13, right=0.95, bottom=0.15, top=0.83)
         plots.head_maps(weights, tokens, ax=fig.add_subplot())
         per_token = cache_numbers_per_token(g, d_head)
-        group = num_heads // g
-        fig.suptitle(f"{num_heads} query heads, {g} key/value head{'s' if g > 1 else ''} "
-                     f"(groups of {group})\nKV cache: 2 × {g} × {d_head} = {per_token} numbers per "
+        fig.suptitle(f"{h} query head{'s' if h > 1 else ''}, {g} key/value head{'s' if g > 1 else ''} "
+                     f"(groups of {h // g})\nKV cache: 2 × {g} × {d_head} = {per_token} numbers per "
                      f"token, {per_token * n_cached * 8 / 2**20:.2f} MiB for {n_cached} tokens "
-                     f"(1/{num_heads // g} of multi-head)")
+                     f"(1/{h // g} of multi-head)")
 
-    return figure_slider(kv_heads_slider(num_heads, value), draw, figsize=figsize)
+    def redraw(num_kv_heads=None, num_heads=None):
+        h = heads.value if num_heads is None else num_heads
+        g = kv.value if num_kv_heads is None else num_kv_heads
+        fig.clf()
+        draw(h, g)
+        buffer = BytesIO()
+        fig.savefig(buffer, format="png", dpi=dpi)
+        png = buffer.getvalue()
+        image.value = png
+        return png
+
+    def heads_moved(change):
+        h = change["new"]
+        g = max(d for d in divisors(h) if d <= kv.value)       # keep g if it still divides h
+        moving["heads"] = True
+        try:
+            kv.options = divisors(h)
+            kv.value = g
+        finally:
+            moving["heads"] = False
+        redraw()
+
+    def kv_moved(change):
+        if not moving["heads"]:
+            redraw()
+
+    heads.observe(heads_moved, names="value")
+    kv.observe(kv_moved, names="value")
+    redraw()
+    return widgets.VBox([heads, kv, image]), redraw
 
 
 def receptive_fields(sliding_window_mask, n, window, num_layers):

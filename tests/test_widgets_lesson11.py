@@ -30,34 +30,55 @@ def test_cache_numbers_per_token_count_a_key_and_a_value_per_kv_head(g, d_head, 
 
 # ------------------------------------------------------------ kv_heads_explorer
 def _recording_gqa(calls):
-    """A stand-in grouped_query_attention: records (num_kv_heads, W_k's width), uniform maps."""
+    """A stand-in grouped_query_attention: records (h, g, W_k's width, W_v's width), uniform maps."""
     def gqa(X, W_q, W_k, W_v, W_o, num_heads, num_kv_heads):
-        calls.append((num_kv_heads, W_k.shape[1], W_v.shape[1]))
+        calls.append((num_heads, num_kv_heads, W_k.shape[1], W_v.shape[1]))
         n = len(X)
         return X @ W_o, np.full((num_heads, n, n), 1 / n)
     return gqa
 
 
-def _explorer(calls, value=None):
+def _explorer(calls, num_heads=4, value=None):
     X, W = np.ones((3, 8)), np.eye(8)
-    return wi.kv_heads_explorer(_recording_gqa(calls), X, W, W, W, W, ["a", "b", "c"], 4,
+    return wi.kv_heads_explorer(_recording_gqa(calls), X, W, W, W, W, ["a", "b", "c"], num_heads,
                                 value=value)
 
 
 def test_kv_heads_explorer_calls_the_attention_with_pooled_kv_matrices():
     calls = []
     box, redraw = _explorer(calls)
-    box.children[0].value = 2
+    box.children[1].value = 2
     redraw(1)
-    # 4 heads of 2: g kv heads have K and V matrices of g * 2 columns
-    assert calls == [(4, 8, 8), (2, 4, 4), (1, 2, 2)]
+    # 4 heads of 2 columns: g kv heads have K and V matrices of g * 2 columns
+    assert calls == [(4, 4, 8, 8), (4, 2, 4, 4), (4, 1, 2, 2)]
 
 
-def test_kv_heads_explorer_redraws_a_new_picture_when_moved():
+def test_kv_heads_explorer_has_the_head_count_slider_then_the_kv_heads_slider():
+    box, _ = _explorer([], value=2)
+    heads, kv = box.children[:2]
+    assert list(heads.options) == [1, 2, 4, 8] and heads.value == 4
+    assert list(kv.options) == [1, 2, 4] and kv.value == 2
+
+
+@pytest.mark.parametrize("h, g, options, kept", [(8, 2, [1, 2, 4, 8], 2), (2, 4, [1, 2], 2),
+                                                 (1, 2, [1], 1)])
+def test_moving_the_head_count_re_offers_its_divisors_and_keeps_g_when_it_can(h, g, options, kept):
+    calls = []
+    box, _ = _explorer(calls, value=g)
+    box.children[0].value = h
+    assert list(box.children[1].options) == options and box.children[1].value == kept
+    assert calls[-1][:2] == (h, kept)
+    assert len(calls) == 2                       # one redraw for the move, none for the re-offer
+
+
+def test_kv_heads_explorer_redraws_a_new_picture_when_either_slider_moves():
     box, _ = _explorer([])
-    before = bytes(box.children[1].value)
-    box.children[0].value = 1
-    assert bytes(box.children[1].value) != before and before.startswith(b"\x89PNG")
+    before = bytes(box.children[2].value)
+    box.children[1].value = 1
+    after_kv = bytes(box.children[2].value)
+    box.children[0].value = 8
+    assert before.startswith(b"\x89PNG") and after_kv != before
+    assert bytes(box.children[2].value) != after_kv
 
 
 def test_kv_heads_explorer_leaves_nothing_in_pyplot():
@@ -72,6 +93,8 @@ def test_kv_heads_explorer_works_with_the_reference_attention():
     X, W = rng.standard_normal((4, 16)), rng.standard_normal((4, 16, 16))
     box, redraw = wi.kv_heads_explorer(grouped_query_attention, X, *W, list("abcd"), 8, value=2)
     assert redraw(1).startswith(b"\x89PNG")
+    box.children[0].value = 16
+    assert box.children[1].value == 2 and list(box.children[1].options) == [1, 2, 4, 8, 16]
 
 
 # ------------------------------------------------------------ receptive_fields
