@@ -21,10 +21,14 @@ something crashes). Timings depend on the machine and on what else runs on it.
    Then the two-relation task with two heads over several seeds: accuracy and whether each
    relation has its own head (>= 0.6 of that head's weight), seed by seed.
 4. One step of each lesson's slider (lesson 02's d_k, lesson 03's query of "sat", lesson
-   04's head count), built by the same ``helpers`` calls the lessons make: median time
+   04's head count, lesson 11's kv heads), built by the same ``helpers`` calls the lessons make: median time
    per value. Target: well under 0.2 s.
 5. Each lesson's Run All time: ``notebooks/*.ipynb`` executed with nbclient in a fresh
    kernel, kernel start included.
+6. Lesson 11's generation: tokens per second generating a sequence one token at a time with
+   ``attention_decode_step`` (the KV cache) and by recomputing causal multi-head attention
+   over the whole prefix for every token; the outputs compared; and the cache's bytes after
+   the sequence for num_kv_heads = h, h/4 and 1 (measured, and 2 * n * g * d_head * 8).
 """
 
 import argparse
@@ -51,12 +55,14 @@ TARGET_DIFF = 1e-10
 TARGET_MEMORY = 0.10
 TARGET_TIME = 2.0
 TARGET_RUN_ALL = 10.0       # seconds: every untouched student notebook, well under this ...
-RUN_ALL_TARGETS = {"08_training.ipynb": 60.0}   # ... but the one that trains models
+RUN_ALL_TARGETS = {"08_training.ipynb": 60.0,   # ... but the one that trains models
+                   "11_inference.ipynb": 60.0}  # ... and the one that measures generation
 TARGET_SLIDER = 0.2         # seconds: one slider step
 TRAINING = dict(steps=None, seeds=range(6))      # None: the task's default number of steps
 TARGET_TRAINING_TIME = 10.0
 TARGET_ACCURACY = 0.95
 TARGET_HEAD_SHARE = 0.6
+GENERATION = dict(n=256, d_model=64, num_heads=8)   # lesson 11: tokens generated, model size
 
 
 def verdict(ok):
@@ -268,9 +274,13 @@ def slider_steps():
     W = [1.5 * data.weight_matrix(64, 64, seed=s) for s in (10, 11, 12, 13)]
     heads_box, heads_redraw = widgets.head_count_explorer(reference.multi_head_attention, X, *W,
                                                           words, value=8)
+    from helpers import widgets_inference
+    kv_box, kv_redraw = widgets_inference.kv_heads_explorer(reference.grouped_query_attention, X, *W,
+                                                            words, num_heads=8, value=2)
     return {"lesson 02, d_k": (lambda v: dk_redraw(d_k=v), list(d_k.options)),
             "lesson 03, sat's query": (lambda v: sat_redraw(noun=v), list(noun.options)),
-            "lesson 04, heads": (heads_redraw, list(heads_box.children[0].options))}
+            "lesson 04, heads": (heads_redraw, list(heads_box.children[0].options)),
+            "lesson 11, kv heads": (kv_redraw, list(kv_box.children[1].options))}
 
 
 def bench_sliders(repeat):
@@ -287,6 +297,42 @@ def bench_sliders(repeat):
     return worst < TARGET_SLIDER
 
 
+# --------------------------------------------------------------------------- 6
+def bench_generation(repeat):
+    """Lesson 11: tokens per second with and without the KV cache; cache bytes per kv-head count."""
+    from helpers import measure_inference
+
+    n, d_model, h = GENERATION["n"], GENERATION["d_model"], GENERATION["num_heads"]
+    d_head = d_model // h
+    print(f"\n6. lesson 11: generating n = {n} tokens one at a time, d_model = {d_model}, {h} heads")
+    X = np.random.default_rng(0).standard_normal((n, d_model))
+    W = measure_inference.random_weights(d_model, h)
+
+    def with_cache():
+        return measure_inference.decode_sequence(reference.attention_decode_step, X, W, h)[0]
+
+    def recomputing():   # what a model without a cache does: the whole prefix, every token
+        return np.array([reference.multi_head_attention(X[:t + 1], *W, h,
+                                                        mask=reference.causal_mask(t + 1))[0][-1]
+                         for t in range(n)])
+
+    seconds = {"with the KV cache": float(np.median([timed(with_cache) for _ in range(repeat)])),
+               "recomputing": float(np.median([timed(recomputing)
+                                               for _ in range(max(1, repeat // 3))]))}
+    same = np.allclose(with_cache(), recomputing(), rtol=0, atol=1e-12)
+    for name, s in seconds.items():
+        print(f"   {name:<18} {n / s:>10,.0f} tokens/s   ({1e3 * s:.1f} ms for {n} tokens)")
+    print(f"   same outputs (within 1e-12): {verdict(same)}; the cache is "
+          f"{seconds['recomputing'] / seconds['with the KV cache']:.0f}x faster here")
+    print(f"   cache after {n} tokens (float64):")
+    for g in (h, max(1, h // 4), 1):
+        measured = measure_inference.cache_bytes_after(reference.attention_decode_step, n,
+                                                       d_model=d_model, num_heads=h, num_kv_heads=g)
+        print(f"   num_kv_heads = {g:>2}: {format_bytes(measured):>10} measured, "
+              f"2·n·g·d_head·8 = {format_bytes(2 * n * g * d_head * 8)}")
+    return same
+
+
 def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--repeat", type=int, default=7, help="timed runs per measurement")
@@ -298,7 +344,8 @@ def main(argv=None):
     results = {"multi-head share of peak": bench_multi_head(args.repeat),
                "online softmax attention": bench_online(args.repeat),
                "lesson 08 training": bench_training(min(args.repeat, 3)),
-               "slider steps": bench_sliders(args.repeat)}
+               "slider steps": bench_sliders(args.repeat),
+               "lesson 11 cached = recomputed": bench_generation(args.repeat)}
     if not args.no_notebooks:
         bench_notebooks(args.timeout)
     print("\nsummary: " + "; ".join(f"{name}: {verdict(ok)}" for name, ok in results.items()))

@@ -17,6 +17,7 @@ def bench(monkeypatch):
     monkeypatch.setattr(module, "MHA", dict(n=16, d_model=32, num_heads=4))
     monkeypatch.setattr(module, "ONLINE", dict(n=300, d=8, block_size=64))
     monkeypatch.setattr(module, "TRAINING", dict(steps=3, seeds=range(1)))
+    monkeypatch.setattr(module, "GENERATION", dict(n=12, d_model=16, num_heads=4))
     return module
 
 
@@ -38,6 +39,7 @@ def test_benchmark_prints_one_step_of_every_lessons_slider(bench, capsys):
     assert bench.bench_sliders(repeat=1) in (True, False)
     out = capsys.readouterr().out
     assert "lesson 02, d_k" in out and "lesson 03" in out and "lesson 04, heads" in out
+    assert "lesson 11, kv heads" in out
 
 
 def test_benchmark_main_without_notebooks_exits_0_with_a_summary(bench, capsys):
@@ -51,3 +53,10 @@ def test_benchmark_prints_lesson_08_training_for_both_dtypes_and_each_seed(bench
     out = capsys.readouterr().out
     assert "float64" in out and "float32" in out and "steps/s" in out
     assert "seed 0:" in out and "seed 1:" in out
+
+
+def test_benchmark_prints_lesson_11_tokens_per_second_and_cache_bytes(bench, capsys):
+    assert bench.bench_generation(repeat=1) is True     # the same outputs: not a timing
+    out = capsys.readouterr().out
+    assert "with the KV cache" in out and "recomputing" in out and "tokens/s" in out
+    assert all(f"num_kv_heads = {g:>2}" in out for g in (4, 1))

@@ -711,6 +711,128 @@ for _impl in IMPLEMENTATIONS["multi_head_attention_backward"]:
     _impl.source = textwrap.dedent(MHA_BY_HEADS).strip() + "\n\n\n" + _impl.source
 
 
+# Lesson 11 (grouped-query attention, sliding windows, one decode step).
+IMPLEMENTATIONS.update({
+    "grouped_query_attention": [
+        Impl("np.tile pairs head i with kv head i % g", """
+            def grouped_query_attention(X, W_q, W_k, W_v, W_o, num_heads, num_kv_heads, mask=None):
+                n, d_model = X.shape
+                d = d_model // num_heads
+                Q = (X @ W_q).reshape(n, num_heads, d).transpose(1, 0, 2)
+                K = (X @ W_k).reshape(n, num_kv_heads, d).transpose(1, 0, 2)
+                V = (X @ W_v).reshape(n, num_kv_heads, d).transpose(1, 0, 2)
+                reps = (num_heads // num_kv_heads, 1, 1)
+                out, w = scaled_dot_product_attention(Q, np.tile(K, reps), np.tile(V, reps), mask)
+                return out.transpose(1, 0, 2).reshape(n, d_model) @ W_o, w
+            """, feedback="i % num_kv_heads"),
+        Impl("scaled by sqrt(d_model)", """
+            def grouped_query_attention(X, W_q, W_k, W_v, W_o, num_heads, num_kv_heads, mask=None):
+                n, d_model = X.shape
+                d = d_model // num_heads
+                outs, maps = [], []
+                for i in range(num_heads):
+                    j = i // (num_heads // num_kv_heads)
+                    S = (X @ W_q[:, i*d:(i+1)*d]) @ (X @ W_k[:, j*d:(j+1)*d]).T / math.sqrt(d_model)
+                    if mask is not None:
+                        S = np.where(mask, S, -np.inf)
+                    A = np.exp(S - S.max(axis=1, keepdims=True))
+                    A = A / A.sum(axis=1, keepdims=True)
+                    outs.append(A @ (X @ W_v[:, j*d:(j+1)*d]))
+                    maps.append(A)
+                return np.hstack(outs) @ W_o, np.array(maps)
+            """, feedback="scaled by sqrt(d_model), the model width"),
+        Impl("loop over query heads", """
+            def grouped_query_attention(X, W_q, W_k, W_v, W_o, num_heads, num_kv_heads, mask=None):
+                n, d_model = X.shape
+                d = d_model // num_heads
+                outs, maps = [], []
+                for i in range(num_heads):
+                    j = i // (num_heads // num_kv_heads)
+                    S = (X @ W_q[:, i*d:(i+1)*d]) @ (X @ W_k[:, j*d:(j+1)*d]).T / math.sqrt(d)
+                    if mask is not None:
+                        S = np.where(mask, S, -np.inf)
+                    A = np.exp(S - S.max(axis=1, keepdims=True))
+                    A = A / A.sum(axis=1, keepdims=True)
+                    outs.append(A @ (X @ W_v[:, j*d:(j+1)*d]))
+                    maps.append(A)
+                return np.hstack(outs) @ W_o, np.array(maps)
+            """),
+    ],
+    "sliding_window_mask": [
+        Impl("one token too many", """
+            def sliding_window_mask(n, window):
+                i, j = np.arange(n)[:, None], np.arange(n)[None, :]
+                return (i >= j) & (i - j <= window)
+            """, feedback="window + 1 tokens"),
+        Impl("both ways", """
+            def sliding_window_mask(n, window):
+                i, j = np.arange(n)[:, None], np.arange(n)[None, :]
+                return np.abs(i - j) < window
+            """, feedback="reaches both ways"),
+        Impl("tril minus tril", """
+            def sliding_window_mask(n, window):
+                ones = np.ones((n, n), dtype=bool)
+                return np.tril(ones) & ~np.tril(ones, -window)
+            """),
+    ],
+    "attention_decode_step": [
+        Impl("attends before appending", """
+            def attention_decode_step(x, cache, W_q, W_k, W_v, W_o, num_heads, num_kv_heads=None, window=None):
+                g = num_kv_heads or num_heads
+                d = len(x) // num_heads
+                q = (x @ W_q).reshape(num_heads, 1, d)
+                K, V = cache["K"], cache["V"]
+                if window is not None:
+                    K, V = K[:, -(window - 1):] if window > 1 else K[:, :0], V[:, -(window - 1):] if window > 1 else V[:, :0]
+                heads = np.arange(num_heads) // (num_heads // g)
+                if K.shape[1]:
+                    out, _ = scaled_dot_product_attention(q, K[heads], V[heads])
+                else:
+                    out = np.zeros((num_heads, 1, d))
+                K = np.concatenate([K, (x @ W_k).reshape(g, 1, d)], axis=1)
+                V = np.concatenate([V, (x @ W_v).reshape(g, 1, d)], axis=1)
+                return out.reshape(-1) @ W_o, {"K": K, "V": V}
+            """, feedback="appended AFTER attending"),
+        Impl("never cut to the window", """
+            def attention_decode_step(x, cache, W_q, W_k, W_v, W_o, num_heads, num_kv_heads=None, window=None):
+                g = num_kv_heads or num_heads
+                d = len(x) // num_heads
+                K = np.concatenate([cache["K"], (x @ W_k).reshape(g, 1, d)], axis=1)
+                V = np.concatenate([cache["V"], (x @ W_v).reshape(g, 1, d)], axis=1)
+                heads = np.arange(num_heads) // (num_heads // g)
+                out, _ = scaled_dot_product_attention((x @ W_q).reshape(num_heads, 1, d), K[heads], V[heads])
+                return out.reshape(-1) @ W_o, {"K": K, "V": V}
+            """, feedback="the cache grows past the window"),
+        Impl("writes into the given cache", """
+            def attention_decode_step(x, cache, W_q, W_k, W_v, W_o, num_heads, num_kv_heads=None, window=None):
+                g = num_kv_heads or num_heads
+                d = len(x) // num_heads
+                cache["K"] = np.concatenate([cache["K"], (x @ W_k).reshape(g, 1, d)], axis=1)[:, -(window or 0):]
+                cache["V"] = np.concatenate([cache["V"], (x @ W_v).reshape(g, 1, d)], axis=1)[:, -(window or 0):]
+                heads = np.arange(num_heads) // (num_heads // g)
+                out, _ = scaled_dot_product_attention((x @ W_q).reshape(num_heads, 1, d),
+                                                      cache["K"][heads], cache["V"][heads])
+                return out.reshape(-1) @ W_o, cache
+            """, feedback="it changed the cache it was given"),
+        Impl("loop over query heads", """
+            def attention_decode_step(x, cache, W_q, W_k, W_v, W_o, num_heads, num_kv_heads=None, window=None):
+                g = num_kv_heads or num_heads
+                d = len(x) // num_heads
+                K = np.concatenate([cache["K"], (x @ W_k).reshape(g, 1, d)], axis=1)
+                V = np.concatenate([cache["V"], (x @ W_v).reshape(g, 1, d)], axis=1)
+                if window is not None:
+                    K, V = K[:, max(0, K.shape[1] - window):], V[:, max(0, V.shape[1] - window):]
+                q, parts = x @ W_q, []
+                for i in range(num_heads):
+                    j = i // (num_heads // g)
+                    s = K[j] @ q[i*d:(i+1)*d] / math.sqrt(d)
+                    w = np.exp(s - s.max())
+                    parts.append(w / w.sum() @ V[j])
+                return np.concatenate(parts) @ W_o, {"K": K, "V": V}
+            """),
+    ],
+})
+
 def test_every_exercise_has_at_least_two_wrong_and_one_right_implementation():
     assert set(IMPLEMENTATIONS) >= set(EXERCISES)
     for name, impls in IMPLEMENTATIONS.items():
@@ -1294,9 +1416,13 @@ def test_every_seeds_hidden_cases_pass_the_reference_and_name_every_catalogued_m
 
 @pytest.mark.parametrize("name", sorted(EXERCISES))
 def test_hidden_shapes_vary_between_seeds(name):
+    def shape(a):       # arrays by shape, a dict of arrays (a KV cache) by its arrays' shapes
+        if isinstance(a, dict):
+            return tuple(sorted((key, shape(value)) for key, value in a.items()))
+        return np.shape(a) if isinstance(a, np.ndarray) else a
+
     def shapes(seed):   # array arguments by shape, numbers (sizes, head counts) by value
-        return tuple(np.shape(a) if isinstance(a, np.ndarray) else a
-                     for case in _hidden(name, seed) for a in case.args)
+        return tuple(shape(a) for case in _hidden(name, seed) for a in case.args)
     assert len({shapes(seed) for seed in range(10)}) > 1
 
 

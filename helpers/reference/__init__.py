@@ -26,6 +26,7 @@ module          what it holds                                               less
 ``optimizer``   one Adam step                                               08
 ``training``    the model's backward glue: the loss at the pronoun, the       08
                 embedding tables
+``inference``   grouped-query attention, sliding windows, the KV cache      11
 ==============  ==========================================================  =======
 
 The input checks they call are in :mod:`helpers.validation`.
@@ -48,6 +49,14 @@ from .backward import (
     softmax_backward,
 )
 from .cost import attention_flops, fit_power_law, flops_crossing
+from .inference import (
+    attention_decode_step,
+    empty_kv_cache,
+    grouped_query_attention,
+    mean_pool_kv_heads,
+    sliding_window_attention,
+    sliding_window_mask,
+)
 from .multi_head import merge_heads, multi_head_attention, split_heads, split_heads_batched
 from .optimizer import adam_step
 from .tiling import causal_online_softmax_attention, online_softmax_attention
@@ -78,4 +87,10 @@ __all__ = [
     "adam_step",
     "loss_gradient",
     "embedding_gradient",
+    "grouped_query_attention",
+    "sliding_window_mask",
+    "attention_decode_step",
+    "empty_kv_cache",
+    "sliding_window_attention",
+    "mean_pool_kv_heads",
 ]

@@ -1,0 +1,357 @@
+"""Lesson 11 exercises: ``grouped_query_attention``, ``sliding_window_mask`` and
+``attention_decode_step``.
+
+How the cases tell the mistakes apart:
+
+- ``grouped_query_attention``'s first case has 4 query heads of size 3 sharing 2 key/value
+  heads (d_model = 12, 5 tokens): pairing head i with kv head ``i % 2`` (``np.tile``)
+  differs from ``i // 2`` (``np.repeat``), and the scales sqrt(12) (the model width),
+  sqrt(6) (the keys' width) and sqrt(3) (the head size) all differ; one head per kv head,
+  multi-query and masked cases follow;
+- ``sliding_window_mask``'s first case has a window of 2 in 7 tokens: one token more or
+  less, both sides of the diagonal, the diagonal left out and the notebook's global
+  ``window = 4`` all give masks of their own;
+- ``attention_decode_step``'s first case has 5 cached tokens, 4 query heads and 2 kv
+  heads, no window: attending before appending (5 keys instead of 6), the scale, the
+  pairing and a missing ``W_o`` show there. The first case with a window passes a cache
+  *longer* than the window (t = 5, window = 3), so a cache that is never cut (6 tokens),
+  one cut before appending (4), one cut after attending (right cache, output over 4
+  tokens) and one cut to ``window - 1`` (2) all differ; a full cache (t = window), an
+  empty one (the first token) and a window of 1 follow.
+
+The mistakes are written out here with NumPy; the tests (``tests/test_checks_lesson11.py``)
+feed the checks independently written wrong versions and assert these messages.
+"""
+
+import copy
+
+import numpy as np
+
+from .. import reference
+from ..checking import Case, Exercise, Mistake
+
+LESSON = "11_inference"
+
+#: The notebook's global window (section 3), read by tests/test_catalogue.py from the solution.
+NOTEBOOK_WINDOW = 4
+NOTEBOOK_GLOBALS = {"window": NOTEBOOK_WINDOW}
+
+
+def _softmax_rows(S):
+    """Softmax over the last axis; a row with no finite entry (or no entry) gives zeros."""
+    if S.shape[-1] == 0:
+        return S
+    m = np.max(S, axis=-1, keepdims=True)
+    m = np.where(np.isfinite(m), m, 0.0)
+    E = np.exp(S - m)
+    total = E.sum(axis=-1, keepdims=True)
+    return E / np.where(total == 0, 1.0, total)
+
+
+def _weights(rng, d_model, h, g):
+    d_kv = g * (d_model // h)
+    return (rng.standard_normal((d_model, d_model)), rng.standard_normal((d_model, d_kv)),
+            rng.standard_normal((d_model, d_kv)), rng.standard_normal((d_model, d_model)))
+
+
+def _kv_of(h, g, pair):
+    """Which key/value head each query head uses: ``i // group`` (right) or ``i % g``."""
+    return np.arange(h) // (h // g) if pair == "div" else np.arange(h) % g
+
+
+def _scale(d_model, d_head, g, scale):
+    return {"d_head": np.sqrt(d_head), "d_model": np.sqrt(d_model),
+            "d_kv": np.sqrt(g * d_head), "none": 1.0}[scale]
+
+
+# ------------------------------------------------------- grouped_query_attention
+def _gqa_case(rng, n, h, g, d_head, label, mask=None):
+    d_model = h * d_head
+    X = rng.standard_normal((n, d_model))
+    W = _weights(rng, d_model, h, g)
+    kwargs, note = {}, ""
+    if mask == "causal":
+        kwargs, note = {"mask": reference.causal_mask(n)}, ", causal mask"
+    elif mask is not None:
+        kwargs, note = {"mask": reference.sliding_window_mask(n, mask)}, f", window of {mask}"
+    return Case((X, *W, h, g), kwargs,
+                f"{label}: X {X.shape}, W_k and W_v {W[1].shape}, num_heads={h}, "
+                f"num_kv_heads={g}{note}")
+
+
+def gqa_cases(rng, hidden):
+    shapes = [  # (n, num_heads, num_kv_heads, d_head, label, mask)
+        (5, 4, 2, 3, "4 query heads of 3 sharing 2 kv heads", None),
+        (4, 6, 3, 2, "6 query heads sharing 3 kv heads", None),
+        (6, 4, 1, 2, "multi-query: one kv head", None),
+        (3, 2, 2, 4, "as many kv heads as query heads", None),
+        (5, 4, 2, 3, "4 query heads, 2 kv heads", "causal"),
+        (6, 8, 2, 2, "8 query heads, 2 kv heads", 3),
+        (1, 2, 1, 3, "a single token", None),
+    ]
+    if hidden:   # the grader's sizes, drawn afresh for each grading run
+        size = lambda low, high: int(rng.integers(low, high + 1))
+        h, g = [(4, 2), (6, 2), (6, 3), (8, 2), (8, 4)][int(rng.integers(5))]
+        h2 = int(rng.choice([4, 6, 8]))
+        shapes = [(size(3, 7), h, g, int(rng.choice([2, 3, 5])), f"{h} query heads, {g} kv heads", None),
+                  (size(3, 6), h2, 1, size(2, 4), "multi-query", None),
+                  (size(2, 5), 3, 3, size(2, 4), "as many kv heads as query heads", None),
+                  (size(4, 7), h, g, size(2, 4), f"{h} query heads, {g} kv heads", "causal"),
+                  (size(5, 8), 4, 2, size(2, 3), "4 query heads, 2 kv heads", size(2, 3)),
+                  (1, 4, 2, size(2, 3), "a single token", None)]
+    return [_gqa_case(rng, *shape) for shape in shapes]
+
+
+def _gqa(X, W_q, W_k, W_v, W_o, h, g, mask=None, *, pair="div", scale="d_head", use_mask=True,
+         use_W_o=True, weights_out="all"):
+    """Grouped-query attention as a loop over query heads, with one thing done wrong."""
+    n, d_model = X.shape
+    d_head = d_model // h
+    kv_of = _kv_of(h, g, pair)
+    outs, maps = [], []
+    for i in range(h):
+        c, kv = slice(i * d_head, (i + 1) * d_head), slice(kv_of[i] * d_head, (kv_of[i] + 1) * d_head)
+        S = (X @ W_q[:, c]) @ (X @ W_k[:, kv]).T / _scale(d_model, d_head, g, scale)
+        if mask is not None and use_mask:
+            S = np.where(mask, S, -np.inf)
+        A = _softmax_rows(S)
+        outs.append(A @ (X @ W_v[:, kv]))
+        maps.append(A)
+    out = np.concatenate(outs, axis=1)
+    maps = np.array(maps)
+    if weights_out == "per kv head":
+        maps = maps.reshape(g, h // g, n, n).mean(axis=1)
+    return (out @ W_o if use_W_o else out), maps
+
+
+_PAIRING = ("query head i used key/value head i % num_kv_heads (heads 0, 1, 2, 3 on kv heads "
+            "0, 1, 0, 1): that is what np.tile does. The heads of a group are neighbours: query "
+            "head i uses kv head i // (num_heads // num_kv_heads) (0, 0, 1, 1), which is what "
+            "np.repeat(..., axis=0) gives.")
+_SCALE_D_MODEL = ("the scores were scaled by sqrt(d_model), the model width, instead of "
+                  "sqrt(d_head), the head size: each head's dot products are sums of d_head "
+                  "products, whatever the number of heads.")
+
+GQA_MISTAKES = [
+    Mistake(_PAIRING, lambda *a, mask=None: _gqa(*a, mask, pair="mod")),
+    Mistake(_SCALE_D_MODEL, lambda *a, mask=None: _gqa(*a, mask, scale="d_model")),
+    Mistake("the scores were scaled by sqrt(num_kv_heads * d_head), the width of K, instead of "
+            "sqrt(d_head): one head's dot products are sums of d_head products.",
+            lambda *a, mask=None: _gqa(*a, mask, scale="d_kv")),
+    Mistake("the scores were not scaled: in every head divide q @ k.T by sqrt(d_head).",
+            lambda *a, mask=None: _gqa(*a, mask, scale="none")),
+    Mistake("the mask was ignored: pass it on to every head's attention.",
+            lambda *a, mask=None: _gqa(*a, mask, use_mask=False)),
+    Mistake("W_o was left out: after the heads are merged back to (n, d_model), multiply by W_o.",
+            lambda *a, mask=None: _gqa(*a, mask, use_W_o=False)),
+    Mistake("the weights have one map per key/value head (averaged over each group): return "
+            "one map per QUERY head, (num_heads, n, n). The heads of a group share keys but "
+            "not queries, so their maps differ.",
+            lambda *a, mask=None: _gqa(*a, mask, weights_out="per kv head")),
+]
+
+
+# ------------------------------------------------------------ sliding_window_mask
+def window_cases(rng, hidden):
+    sizes = [(7, 2), (6, 3), (5, 1), (3, 7), (4, 4), (1, 1)]
+    if hidden:
+        n = int(rng.integers(7, 11))
+        sizes = [(n, 2), (int(rng.integers(8, 12)), int(rng.choice([3, 5]))), (int(rng.integers(3, 6)), 1),
+                 (int(rng.integers(2, 4)), int(rng.integers(5, 9))), (6, 6), (1, int(rng.integers(1, 4)))]
+    return [Case((n, w), label=f"n={n}, window={w}") for n, w in sizes]
+
+
+def _band(n, low, high):
+    """True where low <= i - j <= high."""
+    offset = np.arange(n)[:, None] - np.arange(n)[None, :]
+    return (offset >= low) & (offset <= high)
+
+
+def _window_must_be_bool(got, case):
+    dtype = np.asarray(got).dtype
+    if dtype != np.bool_:
+        return (f"the values are right but the dtype is {dtype}: return a boolean array "
+                f"(True = may attend), e.g. the comparison itself.")
+    return None
+
+
+WINDOW_MISTAKES = [
+    Mistake("each token sees window + 1 tokens (i - j <= window): the window counts the token "
+            "itself, so it sees itself and the window - 1 before it: 0 <= i - j < window.",
+            lambda n, w: _band(n, 0, w)),
+    Mistake("each token sees only window - 1 tokens (itself and window - 2 before it): the "
+            "window counts the token itself plus the window - 1 before it, 0 <= i - j < window.",
+            lambda n, w: _band(n, 0, w - 2)),
+    Mistake("the token itself is left out (0 < i - j): a token always sees itself, and the "
+            "window - 1 tokens before it.",
+            lambda n, w: _band(n, 1, w)),
+    Mistake("the token itself is left out and the window is one short (0 < i - j < window): "
+            "a token sees itself and the window - 1 tokens before it.",
+            lambda n, w: _band(n, 1, w - 1)),
+    Mistake("the band reaches both ways (|i - j| < window): a token may not see the tokens "
+            "after it. Keep it causal: 0 <= i - j.",
+            lambda n, w: _band(n, 1 - w, w - 1)),
+    Mistake("the band is upside down: token i sees the tokens after it (0 <= j - i < window). "
+            "It should see itself and the ones before it: 0 <= i - j < window.",
+            lambda n, w: _band(n, 1 - w, 0)),
+    Mistake(f"the mask used window={NOTEBOOK_WINDOW}: that is the notebook's global window "
+            f"(section 3), not the argument. Use the window the function is given.",
+            lambda n, w: reference.sliding_window_mask(n, NOTEBOOK_WINDOW)),
+    Mistake("this is the causal mask: the window is not applied (a token sees every earlier "
+            "token). Also require i - j < window.",
+            lambda n, w: reference.causal_mask(n)),
+]
+
+
+# ------------------------------------------------------------ attention_decode_step
+def _decode_case(rng, h, g, d_head, t, window, label, pass_g=True):
+    d_model = h * d_head
+    x = rng.standard_normal(d_model)
+    cache = {"K": rng.standard_normal((g, t, d_head)), "V": rng.standard_normal((g, t, d_head))}
+    kwargs = {"num_kv_heads": g} if pass_g else {}
+    if window is not None:
+        kwargs["window"] = window
+    note = "" if window is None else f", window={window}"
+    return Case((x, cache, *_weights(rng, d_model, h, g), h), kwargs,
+                f"{label}: x ({d_model},), cache K and V ({g}, {t}, {d_head}), num_heads={h}"
+                + (f", num_kv_heads={g}" if pass_g else "") + note)
+
+
+def decode_cases(rng, hidden):
+    shapes = [  # (num_heads, num_kv_heads, d_head, t, window, label, pass num_kv_heads)
+        (4, 2, 3, 5, None, "5 cached tokens, 4 query heads, 2 kv heads", True),
+        (2, 2, 4, 3, None, "num_kv_heads left out (= num_heads)", False),
+        (4, 2, 2, 5, 3, "a cache longer than the window", True),
+        (4, 1, 2, 3, 3, "a full window (multi-query)", True),
+        (2, 1, 3, 2, 4, "a window not yet full", True),
+        (4, 2, 3, 0, None, "the first token: an empty cache", True),
+        (2, 2, 2, 3, 1, "a window of 1: the token sees only itself", True),
+        (6, 3, 2, 4, None, "6 query heads, 3 kv heads", True),
+    ]
+    if hidden:   # the grader's sizes, drawn afresh for each grading run
+        size = lambda low, high: int(rng.integers(low, high + 1))
+        h, g = [(4, 2), (6, 2), (6, 3), (8, 2), (8, 4)][int(rng.integers(5))]
+        w = size(2, 4)
+        shapes = [(h, g, size(2, 4), size(3, 7), None, f"{h} query heads, {g} kv heads", True),
+                  (3, 3, size(2, 4), size(1, 4), None, "num_kv_heads left out", False),
+                  (4, 2, size(2, 3), w + size(2, 3), w, "a cache longer than the window", True),
+                  (h, 1, 2, w, w, "a full window (multi-query)", True),
+                  (4, 2, 2, 0, None, "the first token", True),
+                  (2, 1, size(2, 4), size(2, 4), 1, "a window of 1", True)]
+    return [_decode_case(rng, *shape) for shape in shapes]
+
+
+def _decode(x, cache, W_q, W_k, W_v, W_o, h, num_kv_heads=None, window=None, *, pair="div",
+            scale="d_head", append="before", cut="after append", use_W_o=True, return_old=False):
+    """The decode step with one thing done wrong (a loop over query heads)."""
+    g = h if num_kv_heads is None else num_kv_heads
+    d_model = x.shape[0]
+    d_head = d_model // h
+    q = (x @ W_q).reshape(h, d_head)
+    k, v = (x @ W_k).reshape(g, 1, d_head), (x @ W_v).reshape(g, 1, d_head)
+    K_old, V_old = cache["K"], cache["V"]
+    if window is not None and cut == "before append":
+        K_old, V_old = K_old[:, max(0, K_old.shape[1] - window):], V_old[:, max(0, V_old.shape[1] - window):]
+    K, V = np.concatenate([K_old, k], axis=1), np.concatenate([V_old, v], axis=1)
+    K_keep, V_keep = K, V                                  # what is returned
+    if window is not None and cut in ("after append", "after attending", "window - 1"):
+        keep = window - 1 if cut == "window - 1" else window
+        K_keep, V_keep = K[:, K.shape[1] - keep:], V[:, V.shape[1] - keep:]
+    K_seen, V_seen = (K_keep, V_keep) if cut != "after attending" else (K, V)
+    if append == "after":                                 # attends to the earlier tokens only
+        K_seen, V_seen = K_seen[:, :-1], V_seen[:, :-1]
+    kv_of = _kv_of(h, g, pair)
+    out = np.concatenate([_softmax_rows(K_seen[kv_of[i]] @ q[i] / _scale(d_model, d_head, g, scale))
+                          @ V_seen[kv_of[i]] for i in range(h)])
+    if use_W_o:
+        out = out @ W_o
+    return out, ({"K": cache["K"], "V": cache["V"]} if return_old else {"K": K_keep, "V": V_keep})
+
+
+_CHANGES_CACHE = ("it gives the right numbers, but it changed the cache it was given (after the "
+                  "call the caller's cache['K'] no longer holds what it held). Leave the given "
+                  "cache as it was: build new arrays with np.concatenate and return them in a "
+                  "new dict {'K': ..., 'V': ...}.")
+
+
+def _decode_in_place(x, cache, *rest, **kwargs):
+    """Right numbers, but writes the new arrays into the caller's dict."""
+    out, new = reference.attention_decode_step(x, cache, *rest, **kwargs)
+    cache["K"], cache["V"] = new["K"], new["V"]
+    return out, cache
+
+
+def cache_changed_message(fn):
+    """Say so when ``fn`` changes the cache dict it is given (its arrays or its entries)."""
+    case = _decode_case(np.random.default_rng(11), 4, 2, 3, 5, 3, "probe")
+    given = copy.deepcopy(case.args[1])
+    fn(case.args[0], given, *case.args[2:], **case.kwargs)
+    unchanged = (isinstance(given, dict) and set(given) == {"K", "V"} and all(
+        isinstance(given[key], np.ndarray) and given[key].shape == case.args[1][key].shape
+        and np.array_equal(given[key], case.args[1][key]) for key in ("K", "V")))
+    return None if unchanged else _CHANGES_CACHE
+
+
+DECODE_MISTAKES = [
+    Mistake("the new token's key and value were appended AFTER attending, so the token could "
+            "not see itself (and the first token, with an empty cache, saw nothing). Append "
+            "its key and value to the cache first, then attend over all of it: token t's row "
+            "of causal attention includes key t.",
+            lambda *a, **k: _decode(*a, **k, append="after")),
+    Mistake(_SCALE_D_MODEL, lambda *a, **k: _decode(*a, **k, scale="d_model")),
+    Mistake(_PAIRING, lambda *a, **k: _decode(*a, **k, pair="mod")),
+    Mistake("the cache grows past the window: with a window, keep only the last `window` "
+            "tokens (the new one included), in what you attend to and in what you return. "
+            "Otherwise its memory grows with every token.",
+            lambda *a, **k: _decode(*a, **k, cut="never")),
+    Mistake("the cache was cut to `window` tokens BEFORE the new token was appended, so it "
+            "holds window + 1 tokens and the token sees window + 1: cut after appending.",
+            lambda *a, **k: _decode(*a, **k, cut="before append")),
+    Mistake("the returned cache is right, but the token attended to window + 1 tokens: it "
+            "attended before the cache was cut. Cut to the last `window` tokens first "
+            "(the token itself and the window - 1 before it), then attend.",
+            lambda *a, **k: _decode(*a, **k, cut="after attending")),
+    Mistake("only window - 1 tokens were kept (the token and window - 2 before it): a token "
+            "sees itself and the window - 1 tokens before it, `window` in all.",
+            lambda *a, **k: _decode(*a, **k, cut="window - 1")),
+    Mistake("W_o was left out: merge the heads' outputs to (d_model,) and multiply by W_o.",
+            lambda *a, **k: _decode(*a, **k, use_W_o=False)),
+    Mistake("the returned cache is the one given, without the new token: return a new dict "
+            "whose K and V have the token's key and value appended.",
+            lambda *a, **k: _decode(*a, **k, return_old=True)),
+    Mistake(_CHANGES_CACHE, _decode_in_place),
+]
+
+
+EXERCISES = [
+    Exercise(
+        name="grouped_query_attention",
+        lesson=LESSON,
+        reference=reference.grouped_query_attention,
+        make_cases=gqa_cases,
+        mistakes=GQA_MISTAKES,
+        outputs=("out", "weights"),
+        rtol=1e-6,
+        atol=1e-8,
+    ),
+    Exercise(
+        name="sliding_window_mask",
+        lesson=LESSON,
+        reference=reference.sliding_window_mask,
+        make_cases=window_cases,
+        mistakes=WINDOW_MISTAKES,
+        outputs=("mask",),
+        validate=_window_must_be_bool,
+    ),
+    Exercise(
+        name="attention_decode_step",
+        lesson=LESSON,
+        reference=reference.attention_decode_step,
+        make_cases=decode_cases,
+        mistakes=DECODE_MISTAKES,
+        outputs=("out", "new_cache"),
+        rtol=1e-6,
+        atol=1e-8,
+        inspect=cache_changed_message,
+    ),
+]

@@ -1,0 +1,143 @@
+"""Lesson 11's slider and figure: the kv-heads slider, and how far stacked windows reach.
+
+The slider follows lesson 04's head-count slider (:func:`helpers.widgets.head_count_explorer`):
+the ipywidgets API common to 7.7 and 8, one figure redrawn per step, headless-safe.
+"""
+
+import numpy as np
+
+from . import plots
+from .reference import mean_pool_kv_heads
+from .widgets import choice_slider, divisors
+
+
+def kv_heads_slider(num_heads, value=None, description="kv heads"):
+    """A slider over the key/value head counts that split ``num_heads`` evenly: its divisors.
+
+    ``value`` defaults to ``num_heads`` (multi-head attention).
+    """
+    options = divisors(num_heads)
+    value = num_heads if value is None else value
+    if value not in options:
+        raise ValueError(f"kv_heads_slider: value={value!r} does not divide num_heads={num_heads}; "
+                         f"choose one of {options}")
+    return choice_slider(options, value, description)
+
+
+def cache_numbers_per_token(num_kv_heads, d_head, num_layers=1):
+    """Numbers the KV cache keeps per token: ``2 * num_kv_heads * d_head`` per layer (K and V)."""
+    return 2 * num_kv_heads * d_head * num_layers
+
+
+def kv_heads_explorer(grouped_query_attention, X, W_q, W_k, W_v, W_o, tokens, num_heads,
+                      value=None, n_cached=4096, figsize=(8.5, 4.2), dpi=72):
+    """Lesson 04's head-count slider beside a kv-heads slider, above every query head's map.
+
+    ``W_k`` and ``W_v`` are multi-head matrices, ``(d_model, d_model)``; with ``g`` key/value
+    heads each group's heads are averaged (:func:`helpers.reference.mean_pool_kv_heads`),
+    and each step calls ``grouped_query_attention(X, W_q, W_k_g, W_v_g, W_o, h, g)`` (the
+    learner's own, once written). The head-count slider offers the divisors of d_model;
+    the kv-heads slider the divisors of the current head count (moving the head count keeps
+    the kv heads if they still divide it, else the largest divisor below). The title gives
+    the cache size per token and for ``n_cached`` tokens, in float64.
+
+    Returns
+    -------
+    box : ipywidgets.VBox
+        The two sliders and the picture; display it.
+    redraw : callable (num_kv_heads, num_heads=None) -> bytes
+        Redraws for those counts (the head count defaults to its slider's) and returns the
+        PNG; time it to measure one slider step.
+    """
+    from io import BytesIO
+
+    import ipywidgets as widgets
+    from matplotlib.figure import Figure
+
+    from .widgets import head_count_slider
+
+    d_model = X.shape[-1]
+    heads = head_count_slider(d_model, value=num_heads)
+    kv = kv_heads_slider(num_heads, value)
+    fig = Figure(figsize=figsize, dpi=dpi)
+    image = widgets.Image(format="png")
+    moving = {"heads": False}          # True while the head count re-offers the kv counts
+
+    def draw(h, g):
+        d_head = d_model // h
+        W_k_g = mean_pool_kv_heads(W_k, h, g)                  # (d_model, g * d_head)
+        W_v_g = mean_pool_kv_heads(W_v, h, g)
+        _, weights = grouped_query_attention(X, W_q, W_k_g, W_v_g, W_o, h, g)   # (h, n, n)
+        fig.subplots_adjust(left=0.13, right=0.95, bottom=0.15, top=0.83)
+        plots.head_maps(weights, tokens, ax=fig.add_subplot())
+        per_token = cache_numbers_per_token(g, d_head)
+        fig.suptitle(f"{h} query head{'s' if h > 1 else ''}, {g} key/value head{'s' if g > 1 else ''} "
+                     f"(groups of {h // g})\nKV cache: 2 × {g} × {d_head} = {per_token} numbers per "
+                     f"token, {per_token * n_cached * 8 / 2**20:.2f} MiB for {n_cached} tokens "
+                     f"(1/{h // g} of multi-head)")
+
+    def redraw(num_kv_heads=None, num_heads=None):
+        h = heads.value if num_heads is None else num_heads
+        g = kv.value if num_kv_heads is None else num_kv_heads
+        fig.clf()
+        draw(h, g)
+        buffer = BytesIO()
+        fig.savefig(buffer, format="png", dpi=dpi)
+        png = buffer.getvalue()
+        image.value = png
+        return png
+
+    def heads_moved(change):
+        h = change["new"]
+        g = max(d for d in divisors(h) if d <= kv.value)       # keep g if it still divides h
+        moving["heads"] = True
+        try:
+            kv.options = divisors(h)
+            kv.value = g
+        finally:
+            moving["heads"] = False
+        redraw()
+
+    def kv_moved(change):
+        if not moving["heads"]:
+            redraw()
+
+    heads.observe(heads_moved, names="value")
+    kv.observe(kv_moved, names="value")
+    redraw()
+    return widgets.VBox([heads, kv, image]), redraw
+
+
+def receptive_fields(sliding_window_mask, n, window, num_layers):
+    """Which tokens each token can draw on after 1, 2, ... layers of sliding-window attention.
+
+    Layer 1 lets token i read tokens ``i - window + 1 ... i``; each further layer reads what
+    those tokens had read: a boolean matrix product of the masks.
+
+    Returns
+    -------
+    list of bool ndarray, shape (n, n), one per layer
+    """
+    mask = np.asarray(sliding_window_mask(n, window), dtype=bool)      # (n, n)
+    reach, fields = mask, []
+    for _ in range(num_layers):
+        fields.append(reach)
+        reach = (mask.astype(int) @ reach.astype(int)) > 0             # one more layer
+    return fields
+
+
+def receptive_field_figure(sliding_window_mask, n=16, window=4, num_layers=3):
+    """The reach of the last token after 1..num_layers windowed layers, as heatmaps; returns the figure."""
+    import matplotlib.pyplot as plt
+
+    fields = receptive_fields(sliding_window_mask, n, window, num_layers)
+    fig, axes = plt.subplots(1, num_layers, figsize=(4.2 * num_layers, 4.2), layout="tight")
+    for layer, (ax, field) in enumerate(zip(np.atleast_1d(axes), fields), start=1):
+        farthest = n - 1 - int(np.argmax(field[-1]))                   # how far back the last token sees
+        plots.heatmap(field.astype(float), ax=ax, vmin=0, vmax=1, annotate=False, colorbar=False,
+                      title=f"after {layer} layer{'s' if layer > 1 else ''}: "
+                            f"reaches {farthest} back",
+                      xlabel="token it can draw on j", ylabel="token i")
+    fig.suptitle(f"Sliding window of {window}: each layer reaches window − 1 = {window - 1} "
+                 f"tokens further back")
+    return fig
