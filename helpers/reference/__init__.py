@@ -24,6 +24,7 @@ module          what it holds                                               less
 ``tiling``      the online softmax over key/value blocks                    06
 ``backward``    gradients by hand, and central differences to check them    07
 ``optimizer``   one Adam step                                               08
+``position``    sinusoidal encodings, rotary (RoPE) and its backward        09
 ==============  ==========================================================  =======
 
 The input checks they call are in :mod:`helpers.validation`.
@@ -48,6 +49,7 @@ from .backward import (
 from .cost import attention_flops, fit_power_law, flops_crossing
 from .multi_head import merge_heads, multi_head_attention, split_heads, split_heads_batched
 from .optimizer import adam_step
+from .position import rope, rope_backward, sinusoidal_encoding
 from .tiling import causal_online_softmax_attention, online_softmax_attention
 
 __all__ = [
@@ -73,4 +75,7 @@ __all__ = [
     "numerical_gradient",
     "multi_head_attention_backward",
     "adam_step",
+    "sinusoidal_encoding",
+    "rope",
+    "rope_backward",
 ]
