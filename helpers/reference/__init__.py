@@ -49,7 +49,7 @@ from .backward import (
 from .cost import attention_flops, fit_power_law, flops_crossing
 from .multi_head import merge_heads, multi_head_attention, split_heads, split_heads_batched
 from .optimizer import adam_step
-from .position import rope, rope_backward, sinusoidal_encoding
+from .position import rope, rope_backward, rotary_attention, sinusoidal_encoding
 from .tiling import causal_online_softmax_attention, online_softmax_attention
 
 __all__ = [
@@ -77,5 +77,6 @@ __all__ = [
     "adam_step",
     "sinusoidal_encoding",
     "rope",
+    "rotary_attention",
     "rope_backward",
 ]

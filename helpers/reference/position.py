@@ -22,6 +22,7 @@ import numbers
 
 import numpy as np
 
+from .attention import scaled_dot_product_attention
 from ..validation import as_float_array, positive_int, shape_str
 
 
@@ -162,3 +163,30 @@ def interleave_order(d):
     """
     half = d // 2
     return np.stack([np.arange(half), np.arange(half) + half], axis=1).ravel()
+
+
+def rotary_attention(Q, K, V, positions, mask=None, base=10000.0):
+    """Attention with RoPE: ``scaled_dot_product_attention(rope(Q, p), rope(K, p), V, mask)``.
+
+    Parameters
+    ----------
+    Q, K : ndarray, shape (..., n, d_k), d_k even
+    V : ndarray, shape (..., n, d_v)
+    positions : array-like of ints, shape (n,)
+    mask : boolean array broadcastable to (n, n), optional
+    base : float > 1
+
+    Returns
+    -------
+    out : ndarray, shape (..., n, d_v)
+    weights : ndarray, shape (..., n, n)
+
+    V is not rotated: position changes which tokens a query looks at, not what it takes
+    from them.
+    """
+    Q = _rotate(Q, positions, base, "rotary_attention")
+    K = _rotate(K, positions, base, "rotary_attention")
+    if Q.shape[-2] != K.shape[-2]:
+        raise ValueError(f"rotary_attention: Q and K must have the same number of tokens (one "
+                         f"position each), got Q {shape_str(Q.shape)}, K {shape_str(K.shape)}")
+    return scaled_dot_product_attention(Q, K, V, mask)
