@@ -17,7 +17,7 @@ VOCAB = 16            # random tokens 0..15
 TRAIN_LENGTH = 16     # tokens per training sequence
 OFFSET = 2            # the answer at position p is the token at p - OFFSET
 STEPS = 600
-EVAL_SEQUENCES = 256
+EVAL_TOKENS = 4096    # fresh tokens per measured length (so many sequences of that length)
 
 
 def init_params(d_model, rng, position):
@@ -68,7 +68,8 @@ def loss_and_grads(params, tokens, num_heads, position):
 
 def accuracy(params, num_heads, position, length, seed=1):
     """Share of positions (from OFFSET on) whose token two back is named right, on fresh sequences."""
-    tokens = np.random.default_rng(seed).integers(0, VOCAB, size=(EVAL_SEQUENCES, length))
+    sequences = max(1, EVAL_TOKENS // length)
+    tokens = np.random.default_rng(seed).integers(0, VOCAB, size=(sequences, length))
     logits = forward(params, tokens, num_heads, position)[0]
     return float(np.mean(np.argmax(logits, axis=-1) == tokens[:, :-OFFSET]))
 
