@@ -19,6 +19,8 @@ There is no residual connection, no MLP and no layer norm: the pronoun's output 
 right noun only by attending to it.
 
 Entry point: :func:`train_attention` (the lesson, the tests and the benchmark use it).
+Lesson 09 swaps ``+ pos`` for other ways to know word order (``position=``) and measures
+the model on shifted sentences (``shifts=``): the pieces are in :mod:`helpers.positional`.
 """
 
 import functools
