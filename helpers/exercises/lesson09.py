@@ -123,7 +123,7 @@ def _rope_mistake(message, **switches):
 
 def _rope_case(rng, shape, positions, label, base=None):
     x = rng.standard_normal(shape)
-    return Case((x, list(positions) if label.startswith("a list") else np.asarray(positions)),
+    return Case((x, tuple(int(v) for v in positions) if label.startswith("a tuple") else np.asarray(positions)),
                 {} if base is None else {"base": base},
                 label=f"{label}: x {shape}, positions {list(positions)}"
                       + ("" if base is None else f", base={base}"))
@@ -140,14 +140,14 @@ def make_rope_cases(rng, hidden):
             _rope_case(rng, (n, d), range(n), "consecutive positions"),
             _rope_case(rng, (m, 2 * size(2, 4)), gaps, "positions out of order, with gaps"),
             _rope_case(rng, (3, 2 * size(2, 3)), [int(v) for v in rng.integers(0, 20, size=3)],
-                       "a list of positions", base=float(rng.choice([50.0, 500.0]))),
+                       "a tuple of positions", base=float(rng.choice([50.0, 500.0]))),
             _rope_case(rng, (h, nb, 2 * size(2, 3)), rng.integers(0, 30, size=nb), "a head axis (h, n, d)"),
             _rope_case(rng, (2, 2), [size(1, 5), size(6, 12)], "d = 2"),
         ]
     return [
         _rope_case(rng, (4, 6), range(4), "consecutive positions"),
         _rope_case(rng, (5, 8), [3, 0, 7, 1, 12], "positions out of order, with gaps"),
-        _rope_case(rng, (3, 4), [5, 6, 7], "a list of positions", base=100.0),
+        _rope_case(rng, (3, 4), [5, 6, 7], "a tuple of positions", base=100.0),
         _rope_case(rng, (2, 3, 6), [2, 0, 9], "a head axis (h, n, d)"),
         _rope_case(rng, (2, 2), [1, 4], "d = 2"),
     ]
