@@ -18,6 +18,7 @@ position p, fast for the first pairs, slow for the last.
   opposite angle.
 """
 
+import functools
 import numbers
 
 import numpy as np
@@ -89,13 +90,25 @@ def _rotate(x, positions, base, where, sign=1.0):
     _even(where, "d", d)
     p = _positions(where, positions, n)
     base = _base(where, base)
-    angles = sign * p[:, None] * frequencies(d, base)               # (n, d / 2)
-    cos, sin = np.cos(angles).astype(x.dtype), np.sin(angles).astype(x.dtype)
+    cos, sin = _cos_sin(p.tobytes(), d, base, sign, x.dtype.str)    # (n, d / 2) each
     even, odd = x[..., 0::2], x[..., 1::2]                          # (..., n, d / 2) each
     out = np.empty_like(x)
     out[..., 0::2] = even * cos - odd * sin                         # a 2-D rotation of each
     out[..., 1::2] = even * sin + odd * cos                         #   pair (x[2i], x[2i+1])
     return out
+
+
+@functools.lru_cache(maxsize=64)
+def _cos_sin(positions_bytes, d, base, sign, dtype):
+    """cos and sin of every angle ``sign * p * base**(-2i/d)``, shape (n, d / 2) each.
+
+    Cached: training rotates the same positions thousands of times. (Read-only arrays.)
+    """
+    p = np.frombuffer(positions_bytes, dtype=np.int64)
+    angles = sign * p[:, None] * frequencies(d, base)               # (n, d / 2)
+    cos, sin = np.cos(angles).astype(dtype), np.sin(angles).astype(dtype)
+    cos.flags.writeable = sin.flags.writeable = False
+    return cos, sin
 
 
 def rope(x, positions, base=10000.0):
