@@ -20,6 +20,10 @@ something crashes). Timings depend on the machine and on what else runs on it.
    evaluation included), steps per second, held-out accuracy. Target: <= 10 s to >= 0.95.
    Then the two-relation task with two heads over several seeds: accuracy and whether each
    relation has its own head (>= 0.6 of that head's weight), seed by seed.
+   Lesson 09: ``train_attention("two_relations", num_heads=2, position=..., shifts=(0, 1, 2, 4, 8))``
+   for each way of encoding position: run time (wall and this process's CPU time) and the
+   held-out accuracy at each shift; then the two-back task (``helpers.position_tasks``).
+   Target: <= 2 s per run (a quiet machine).
 4. One step of each lesson's slider (lesson 02's d_k, lesson 03's query of "sat", lesson
    04's head count, lesson 11's kv heads), built by the same ``helpers`` calls the lessons make: median time
    per value. Target: well under 0.2 s.
@@ -56,6 +60,7 @@ TARGET_MEMORY = 0.10
 TARGET_TIME = 2.0
 TARGET_RUN_ALL = 10.0       # seconds: every untouched student notebook, well under this ...
 RUN_ALL_TARGETS = {"08_training.ipynb": 60.0,   # ... but the one that trains models
+                   "09_position.ipynb": 60.0,   # ... the one that trains with positions
                    "11_inference.ipynb": 60.0}  # ... and the one that measures generation
 TARGET_SLIDER = 0.2         # seconds: one slider step
 TRAINING = dict(steps=None, seeds=range(6))      # None: the task's default number of steps
@@ -63,6 +68,7 @@ TARGET_TRAINING_TIME = 10.0
 TARGET_ACCURACY = 0.95
 TARGET_HEAD_SHARE = 0.6
 GENERATION = dict(n=256, d_model=64, num_heads=8)   # lesson 11: tokens generated, model size
+TARGET_POSITION_RUN = 2.0   # seconds: one lesson 09 training run
 
 
 def verdict(ok):
@@ -212,6 +218,31 @@ def bench_training(repeat):
     return met
 
 
+def bench_position():
+    from helpers import position_tasks, positional
+    shifts = (0, 1, 2, 4, 8)
+    print(f"\n3b. lesson 09: train_attention(\"two_relations\", num_heads=2, position=..., "
+          f"shifts={shifts}); target <= {TARGET_POSITION_RUN:.0f} s per run")
+    print(f"   {'position':<11} {'wall':>7} {'CPU':>7}   accuracy at each shift")
+    met = True
+    for position in positional.POSITIONS:
+        wall, cpu = time.perf_counter(), time.process_time()
+        result = training.train_attention("two_relations", num_heads=2, position=position,
+                                          shifts=shifts, steps=TRAINING["steps"])
+        wall, cpu = time.perf_counter() - wall, time.process_time() - cpu
+        met &= wall <= TARGET_POSITION_RUN
+        accuracy = "  ".join(f"k={k} {a:.3f}" for k, a in result["accuracy_by_shift"].items())
+        print(f"   {position:<11} {wall:>5.2f} s {cpu:>5.2f} s   {accuracy}   {verdict(wall <= TARGET_POSITION_RUN)}")
+    print(f"   two back (train on {position_tasks.TRAIN_LENGTH} tokens), seed 0:")
+    for position in ("sinusoidal", "rope"):
+        wall = time.perf_counter()
+        result = position_tasks.train_two_back(position, steps=TRAINING["steps"] or position_tasks.STEPS)
+        wall = time.perf_counter() - wall
+        accuracy = "  ".join(f"{L} tokens {a:.3f}" for L, a in result["accuracy_by_length"].items())
+        print(f"   {position:<11} {wall:>5.2f} s   {accuracy}")
+    return met
+
+
 # --------------------------------------------------------------------------- 5
 def bench_notebooks(timeout):
     print(f"\n5. Run All of each student notebook (fresh kernel, kernel start included; "
@@ -344,6 +375,7 @@ def main(argv=None):
     results = {"multi-head share of peak": bench_multi_head(args.repeat),
                "online softmax attention": bench_online(args.repeat),
                "lesson 08 training": bench_training(min(args.repeat, 3)),
+               "lesson 09 training runs": bench_position(),
                "slider steps": bench_sliders(args.repeat),
                "lesson 11 cached = recomputed": bench_generation(args.repeat)}
     if not args.no_notebooks:

@@ -19,6 +19,8 @@ There is no residual connection, no MLP and no layer norm: the pronoun's output 
 right noun only by attending to it.
 
 Entry point: :func:`train_attention` (the lesson, the tests and the benchmark use it).
+Lesson 09 swaps ``+ pos`` for other ways to know word order (``position=``) and measures
+the model on shifted sentences (``shifts=``): the pieces are in :mod:`helpers.positional`.
 """
 
 import functools
@@ -26,6 +28,7 @@ import functools
 import numpy as np
 
 from . import corpus as corpus_module
+from . import positional
 from . import reference
 
 # ----------------------------------------------------------------- hyperparameters
@@ -42,7 +45,8 @@ DTYPES = ("float64", "float32")
 
 
 # ----------------------------------------------------------------------- the model
-def init_params(vocab_size, d_model, num_relations, rng, dtype="float64"):
+def init_params(vocab_size, d_model, num_relations, rng, dtype="float64", position="learned",
+                n=corpus_module.SENTENCE_LENGTH):
     """Random starting parameters.
 
     The embeddings have variance 1/2 each, so ``X = tok + pos`` has unit variance per
@@ -55,14 +59,15 @@ def init_params(vocab_size, d_model, num_relations, rng, dtype="float64"):
     dict of str -> ndarray
         ``"tok"`` (vocab_size, d_model), ``"pos"`` (n, d_model), ``"W_q"``, ``"W_k"``,
         ``"W_v"``, ``"W_o"`` (d_model, d_model), ``"W_out"`` (num_relations, d_model, vocab_size).
+        ``"pos"`` only with ``position="learned"`` (lesson 09: n positions).
     """
-    n = corpus_module.SENTENCE_LENGTH
 
     def normal(shape, std):
         return (std * rng.standard_normal(shape)).astype(dtype)
 
-    params = {"tok": normal((vocab_size, d_model), np.sqrt(0.5)),
-              "pos": normal((n, d_model), np.sqrt(0.5))}
+    params = {"tok": normal((vocab_size, d_model), np.sqrt(0.5))}
+    if position == "learned":
+        params["pos"] = normal((n, d_model), np.sqrt(0.5))
     for name in ("W_q", "W_k", "W_v", "W_o"):
         params[name] = normal((d_model, d_model), 1 / np.sqrt(d_model))
     params["W_out"] = normal((num_relations, d_model, vocab_size), 1 / np.sqrt(d_model))
@@ -78,7 +83,7 @@ def query_factor(d_model, num_heads, scale):
     return 1.0 if scale else float(np.sqrt(d_model // num_heads))
 
 
-def forward(params, tokens, num_heads, scale=True):
+def forward(params, tokens, num_heads, scale=True, position="learned"):
     """Embed the sentences and run the attention layer.
 
     Parameters
@@ -88,6 +93,8 @@ def forward(params, tokens, num_heads, scale=True):
     num_heads : int
     scale : bool
         False: scores are ``q . k``, not divided by ``sqrt(d_head)``.
+    position : str
+        How the model knows word order (lesson 09, :mod:`helpers.positional`).
 
     Returns
     -------
@@ -95,10 +102,10 @@ def forward(params, tokens, num_heads, scale=True):
     out : ndarray, shape (B, n, d_model)   -- the layer's output
     weights : ndarray, shape (B, num_heads, n, n)
     """
-    X = params["tok"][tokens] + params["pos"]                 # (B, n, d_model)
+    X = positional.embed(params, tokens, position)            # (B, n, d_model): tok + pos
     W_q = params["W_q"] * query_factor(X.shape[-1], num_heads, scale)
-    out, weights = reference.multi_head_attention(X, W_q, params["W_k"], params["W_v"],
-                                                  params["W_o"], num_heads)
+    attend, _ = positional.attention(position)                # multi_head_attention, or with RoPE
+    out, weights = attend(X, W_q, params["W_k"], params["W_v"], params["W_o"], num_heads)
     return X, out, weights
 
 
@@ -108,7 +115,7 @@ def answers(split, num_relations):
     return split.tokens[rows, split.targets[:, :num_relations]]
 
 
-def loss_and_grads(params, batch, num_heads, scale=True):
+def loss_and_grads(params, batch, num_heads, scale=True, position="learned"):
     """Cross-entropy of the readout at the pronoun, and its gradient for every parameter.
 
     Parameters
@@ -129,7 +136,7 @@ def loss_and_grads(params, batch, num_heads, scale=True):
     R, B = W_out.shape[0], len(batch.tokens)
     rows = np.arange(B)
     # forward
-    X, out, _ = forward(params, batch.tokens, num_heads, scale)
+    X, out, _ = forward(params, batch.tokens, num_heads, scale, position)
     h = out[rows, batch.query]                                # (B, d_model): the pronoun's output
     probs = reference.softmax(h @ W_out)                      # (R, B, V)
     right = answers(batch, R).T                               # (R, B): index of the right word
@@ -143,11 +150,14 @@ def loss_and_grads(params, batch, num_heads, scale=True):
         d_out += d_out_r / R
     grads["W_out"] /= R
     factor = query_factor(X.shape[-1], num_heads, scale)
-    g = reference.multi_head_attention_backward(X, params["W_q"] * factor, params["W_k"],
-                                                params["W_v"], params["W_o"], num_heads, d_out)
+    _, attention_backward = positional.attention(position)
+    g = attention_backward(X, params["W_q"] * factor, params["W_k"], params["W_v"], params["W_o"],
+                           num_heads, d_out)
     grads["W_q"] = g["W_q"] * factor                          # chain rule through W_q * factor
     grads["W_k"], grads["W_v"], grads["W_o"] = g["W_k"], g["W_v"], g["W_o"]
-    grads["tok"], grads["pos"] = reference.embedding_gradient(batch.tokens, g["X"], len(params["tok"]))
+    grads["tok"], d_pos = reference.embedding_gradient(batch.tokens, g["X"], len(params["tok"]))
+    if "pos" in params:                                       # position="learned"
+        grads["pos"] = d_pos                                  # (n, d_model)
     return loss, grads
 
 
@@ -174,7 +184,7 @@ def sample_batch(split, rng, batch_size=BATCH_SIZE):
                                split.query[pick], split.targets[pick], split.nouns[pick])
 
 
-def evaluate(params, split, num_heads, scale=True):
+def evaluate(params, split, num_heads, scale=True, position="learned"):
     """Accuracy and attention on ``split`` (the held-out sentences, in the lesson).
 
     Returns
@@ -186,7 +196,7 @@ def evaluate(params, split, num_heads, scale=True):
     """
     R = params["W_out"].shape[0]
     rows = np.arange(len(split))
-    _, out, weights = forward(params, split.tokens, num_heads, scale)
+    _, out, weights = forward(params, split.tokens, num_heads, scale, position)
     predicted = np.argmax(out[rows, split.query] @ params["W_out"], axis=-1)   # (R, N)
     accuracy = float(np.mean(np.all(predicted.T == answers(split, R), axis=1)))
     w_query = weights[rows, :, split.query]                   # (N, h, n): the pronoun's rows
@@ -228,7 +238,7 @@ def check_arguments(task, num_heads, d_model, scale, steps, seed, dtype):
 
 
 def train_attention(task, *, num_heads=1, d_model=32, scale=True, steps=None, seed=0,
-                    dtype="float64"):
+                    dtype="float64", position="learned", shifts=None):
     """Train the one-layer attention model on a task; evaluate it on held-out sentences.
 
     Parameters
@@ -245,6 +255,12 @@ def train_attention(task, *, num_heads=1, d_model=32, scale=True, steps=None, se
         Sets the starting parameters and the batches: the same seed gives the same run.
     dtype : "float64" or "float32"
         The floating type of every parameter and computation.
+    position : {"learned", "none", "sinusoidal", "rope"}
+        How the model knows word order (lesson 09; :mod:`helpers.positional`).
+    shifts : sequence of ints >= 0, or None
+        Lesson 09: also measure the held-out accuracy with every sentence moved right by
+        each shift (filler words before it). Training then pads each sentence with filler
+        to ``n + max(shifts)`` words, so every position is trained.
 
     Returns
     -------
@@ -253,26 +269,34 @@ def train_attention(task, *, num_heads=1, d_model=32, scale=True, steps=None, se
         ``"accuracy"``: float, on the held-out sentences;
         ``"attention_to_targets"``: ndarray (num_relations, num_heads), on the held-out
         sentences: the pronoun's mean weight, in each head, on each relation's word;
-        ``"params"``: the trained parameters; ``"corpus"``: the corpus (vocabulary, splits).
+        ``"params"``: the trained parameters; ``"corpus"``: the corpus (vocabulary, splits);
+        with ``shifts``, ``"accuracy_by_shift"``: dict shift -> held-out accuracy.
     """
     check_arguments(task, num_heads, d_model, scale, steps, seed, dtype)
+    positional.check_arguments(position, shifts, d_model, num_heads)
     relations, default_steps = TASKS[task]
     steps = default_steps if steps is None else int(steps)
-    data = load_corpus()
+    data = load_corpus() if shifts is None else positional.padded_corpus(load_corpus(), max(shifts))
+    n = data.train.tokens.shape[1]                            # 10 words, or 10 + max(shifts)
     rng = np.random.default_rng(seed)
-    params = init_params(len(data.vocab), d_model, len(relations), rng, dtype)
+    params = init_params(len(data.vocab), d_model, len(relations), rng, dtype, position, n)
     m = {name: np.zeros_like(p) for name, p in params.items()}
     v = {name: np.zeros_like(p) for name, p in params.items()}
     losses = []
     for step in range(1, steps + 1):
         batch = sample_batch(data.train, rng)
-        loss, grads = loss_and_grads(params, batch, num_heads, scale)
+        loss, grads = loss_and_grads(params, batch, num_heads, scale, position)
         lr = learning_rate(step, steps, d_model)
         for name in params:
             params[name], m[name], v[name] = reference.adam_step(params[name], grads[name],
                                                                  m[name], v[name], step, lr)
             params[name] *= 1 - lr * WEIGHT_DECAY             # weight decay (as AdamW)
         losses.append(loss)
-    accuracy, attention = evaluate(params, data.test, num_heads, scale)
-    return {"loss": np.array(losses), "accuracy": accuracy, "attention_to_targets": attention,
-            "params": params, "corpus": data}
+    accuracy, attention = evaluate(params, data.test, num_heads, scale, position)
+    result = {"loss": np.array(losses), "accuracy": accuracy, "attention_to_targets": attention,
+              "params": params, "corpus": data}
+    if shifts is not None:                                    # lesson 09: off the trained positions
+        result["accuracy_by_shift"] = {
+            int(k): accuracy if k == 0 else evaluate(params, positional.shift_test(data, load_corpus(), k),
+                                                     num_heads, scale, position)[0] for k in shifts}
+    return result

@@ -679,6 +679,101 @@ IMPLEMENTATIONS = {
                 return acc / l
             """),
     ],
+    "sinusoidal_encoding": [
+        Impl("sin and cos swapped", """
+            def sinusoidal_encoding(n, d_model, base=10000.0):
+                angle = np.arange(n)[:, None] / base ** (np.arange(0, d_model, 2) / d_model)
+                PE = np.zeros((n, d_model))
+                PE[:, 0::2], PE[:, 1::2] = np.cos(angle), np.sin(angle)
+                return PE
+            """, feedback="sin and cos are swapped"),
+        Impl("sines then cosines", """
+            def sinusoidal_encoding(n, d_model, base=10000.0):
+                angle = np.arange(n)[:, None] / base ** (np.arange(0, d_model, 2) / d_model)
+                return np.concatenate([np.sin(angle), np.cos(angle)], axis=1)
+            """, feedback="split halves"),
+        Impl("loops", """
+            def sinusoidal_encoding(n, d_model, base=10000.0):
+                PE = np.zeros((n, d_model))
+                for p in range(n):
+                    for i in range(d_model // 2):
+                        PE[p, 2 * i] = math.sin(p / base ** (2 * i / d_model))
+                        PE[p, 2 * i + 1] = math.cos(p / base ** (2 * i / d_model))
+                return PE
+            """),
+    ],
+    "rope": [
+        Impl("clockwise", """
+            def rope(x, positions, base=10000.0):
+                d = x.shape[-1]
+                t = -np.asarray(positions)[:, None] * base ** (-np.arange(0, d, 2) / d)
+                z = (x[..., 0::2] + 1j * x[..., 1::2]) * np.exp(1j * t)
+                return np.stack([z.real, z.imag], axis=-1).reshape(x.shape)
+            """, feedback="the angle has the wrong sign"),
+        Impl("split halves", """
+            def rope(x, positions, base=10000.0):
+                d = x.shape[-1]
+                t = np.asarray(positions)[:, None] * base ** (-np.arange(0, d, 2) / d)
+                a, b = x[..., : d // 2], x[..., d // 2:]
+                return np.concatenate([a * np.cos(t) - b * np.sin(t), a * np.sin(t) + b * np.cos(t)], axis=-1)
+            """, feedback="split-halves convention"),
+        Impl("complex numbers", """
+            def rope(x, positions, base=10000.0):
+                d = x.shape[-1]
+                t = np.asarray(positions)[:, None] * base ** (-np.arange(0, d, 2) / d)
+                z = (x[..., 0::2] + 1j * x[..., 1::2]) * np.exp(1j * t)
+                return np.stack([z.real, z.imag], axis=-1).reshape(x.shape)
+            """),
+    ],
+    "rotary_attention": [
+        Impl("V rotated too", """
+            def rotary_attention(Q, K, V, positions, mask=None):
+                def turn(x):
+                    d = x.shape[-1]
+                    t = np.asarray(positions)[:, None] * 10000.0 ** (-np.arange(0, d, 2) / d)
+                    z = (x[..., 0::2] + 1j * x[..., 1::2]) * np.exp(1j * t)
+                    return np.stack([z.real, z.imag], axis=-1).reshape(x.shape)
+                return scaled_dot_product_attention(turn(Q), turn(K), turn(V), mask)
+            """, feedback="V was rotated too"),
+        Impl("nothing rotated", """
+            def rotary_attention(Q, K, V, positions, mask=None):
+                return scaled_dot_product_attention(Q, K, V, mask)
+            """, feedback="nothing was rotated"),
+        Impl("by hand", """
+            def rotary_attention(Q, K, V, positions, mask=None):
+                def turn(x):
+                    d = x.shape[-1]
+                    t = np.asarray(positions)[:, None] * 10000.0 ** (-np.arange(0, d, 2) / d)
+                    z = (x[..., 0::2] + 1j * x[..., 1::2]) * np.exp(1j * t)
+                    return np.stack([z.real, z.imag], axis=-1).reshape(x.shape)
+                S = turn(Q) @ np.swapaxes(turn(K), -1, -2) / math.sqrt(Q.shape[-1])
+                if mask is not None:
+                    S = np.where(mask, S, -np.inf)
+                E = np.exp(S - S.max(axis=-1, keepdims=True))
+                W = E / E.sum(axis=-1, keepdims=True)
+                return W @ V, W
+            """),
+    ],
+    "rope_backward": [
+        Impl("the forward again", """
+            def rope_backward(d_out, positions, base=10000.0):
+                d = d_out.shape[-1]
+                t = np.asarray(positions)[:, None] * base ** (-np.arange(0, d, 2) / d)
+                z = (d_out[..., 0::2] + 1j * d_out[..., 1::2]) * np.exp(1j * t)
+                return np.stack([z.real, z.imag], axis=-1).reshape(d_out.shape)
+            """, feedback="this is the forward rotation again"),
+        Impl("not rotated", """
+            def rope_backward(d_out, positions, base=10000.0):
+                return d_out.copy()
+            """, feedback="d_out is returned unrotated"),
+        Impl("conjugate", """
+            def rope_backward(d_out, positions, base=10000.0):
+                d = d_out.shape[-1]
+                t = np.asarray(positions)[:, None] * base ** (-np.arange(0, d, 2) / d)
+                z = (d_out[..., 0::2] + 1j * d_out[..., 1::2]) * np.exp(-1j * t)
+                return np.stack([z.real, z.imag], axis=-1).reshape(d_out.shape)
+            """),
+    ],
 }
 
 # The multi-head implementations above share this loop over heads (defined in the

@@ -26,6 +26,7 @@ module          what it holds                                               less
 ``optimizer``   one Adam step                                               08
 ``training``    the model's backward glue: the loss at the pronoun, the       08
                 embedding tables
+``position``    sinusoidal encodings, rotary (RoPE) and its backward        09
 ``inference``   grouped-query attention, sliding windows, the KV cache      11
 ==============  ==========================================================  =======
 
@@ -59,6 +60,7 @@ from .inference import (
 )
 from .multi_head import merge_heads, multi_head_attention, split_heads, split_heads_batched
 from .optimizer import adam_step
+from .position import rope, rope_backward, rotary_attention, sinusoidal_encoding
 from .tiling import causal_online_softmax_attention, online_softmax_attention
 from .training import embedding_gradient, loss_gradient
 
@@ -87,6 +89,10 @@ __all__ = [
     "adam_step",
     "loss_gradient",
     "embedding_gradient",
+    "sinusoidal_encoding",
+    "rope",
+    "rotary_attention",
+    "rope_backward",
     "grouped_query_attention",
     "sliding_window_mask",
     "attention_decode_step",

@@ -1,0 +1,286 @@
+"""Lesson 09 exercises: ``sinusoidal_encoding``, ``rope``, ``rotary_attention``, ``rope_backward``.
+
+How the cases make each known mistake show, in the order a check meets them:
+
+sinusoidal_encoding
+    the first case has 6 positions and ``d_model = 8`` at the default base: sin and cos
+    swapped, the exponent ``i/d`` (pair index) instead of ``2i/d``, the column index
+    ``j/d`` (which differs on the cos columns only), positions counted from 1, the
+    split-halves layout (all sines, then all cosines), the angle multiplied instead of
+    divided and a transposed table all differ there, and from each other. The second
+    case has ``base=100`` (a function that ignores ``base`` shows). ``d_model >= 4``
+    everywhere but one case (with two columns the two layouts coincide).
+rope
+    the first case has consecutive positions 0..n-1; the second has positions out of
+    order and with gaps (a function that ignores ``positions`` and uses 0..n-1 shows
+    there), then ``base=100``, a batch of heads ``(h, n, d)``, ``d = 2``. The angle's
+    sign, the split-halves pairs (the other convention), ``i/d``, positions counted from
+    1 and a rotation that computes its second coordinate from the already-rotated first
+    all differ on the first case, and from each other (``d >= 4``).
+rotary_attention
+    ``d_v`` is even in the first cases so a function that rotates V too returns a
+    value (wrong) instead of raising; rotating only q, or only k, differs as well.
+    Then a causal mask and a leading head axis.
+rope_backward
+    the forward rotation instead of its inverse, ``d_out`` returned unrotated, the
+    split-halves pairs and ``-rope(d_out)`` all differ on the first case.
+
+Tolerances: ``rtol=1e-6, atol=1e-10``: any order of the same operations agrees to about 1e-15.
+"""
+
+import numpy as np
+
+from .. import reference
+from ..checking import Case, Exercise, Mistake
+
+LESSON = "09_position"
+
+
+# ------------------------------------------------------------------ sinusoidal_encoding
+def make_sinusoidal_cases(rng, hidden):
+    specs = [(6, 8, None), (5, 4, 100.0), (3, 12, None), (1, 2, None), (9, 6, 10.0)]
+    if hidden:   # the grader's sizes, drawn afresh for each grading run
+        even = lambda low, high: 2 * int(rng.integers(low, high + 1))
+        size = lambda low, high: int(rng.integers(low, high + 1))
+        specs = [(size(4, 9), even(3, 6), None), (size(3, 7), even(2, 4), float(rng.choice([50.0, 300.0]))),
+                 (size(2, 5), even(5, 8), None), (1, 2, None), (size(6, 12), even(2, 5), 10.0)]
+    return [Case((n, d), {} if base is None else {"base": base},
+                 label=f"n={n}, d_model={d}" + ("" if base is None else f", base={base}"))
+            for n, d, base in specs]
+
+
+def _table(n, d_model, base=10000.0, *, swap=False, exponent="2i", start=0, halves=False,
+           multiply=False, transpose=False, ignore_base=False):
+    """The sinusoidal table with switchable mistakes (all defaults: the right answer)."""
+    base = 10000.0 if ignore_base else base
+    p = np.arange(start, start + n)[:, None]                    # (n, 1)
+    i = np.arange(d_model // 2)[None, :]                        # (1, d/2)
+    power = i if exponent == "i" else 2 * i                     # "j": fixed below
+    freq = base ** (power / d_model)
+    angle = p * freq if multiply else p / freq                  # (n, d/2)
+    first, second = (np.cos(angle), np.sin(angle)) if swap else (np.sin(angle), np.cos(angle))
+    if exponent == "j":                                         # each column its own index j
+        second = np.cos(p / base ** ((2 * i + 1) / d_model))
+    PE = np.empty((n, d_model))
+    if halves:
+        PE[:, : d_model // 2], PE[:, d_model // 2:] = first, second
+    else:
+        PE[:, 0::2], PE[:, 1::2] = first, second
+    return PE.T if transpose else PE
+
+
+def _pe_mistake(message, **switches):
+    return Mistake(message, lambda n, d_model, base=10000.0: _table(n, d_model, base, **switches))
+
+
+SINUSOIDAL_MISTAKES = [
+    _pe_mistake("sin and cos are swapped: the even columns (0, 2, 4, ...) hold the sines, "
+                "the odd ones the cosines. Row 0 is then [0, 1, 0, 1, ...].", swap=True),
+    _pe_mistake("the exponent is i/d_model with i the pair's index: it is 2i/d_model. Pair i "
+                "(columns 2i and 2i + 1) turns at 1 / base**(2i/d_model), so the last pair is "
+                "the slowest, at about 1 / base.", exponent="i"),
+    _pe_mistake("the cos columns use the exponent (2i + 1)/d_model: both columns of pair i "
+                "share one angle, p / base**(2i/d_model) (the column index of the sine).",
+                exponent="j"),
+    _pe_mistake("the positions are counted from 1: the first row is position 0, so row 0 is "
+                "sin(0) = 0 and cos(0) = 1, i.e. [0, 1, 0, 1, ...].", start=1),
+    _pe_mistake("all the sines come first and all the cosines after them (split halves, a "
+                "layout some codebases use): a valid encoding, but not this course's. Here "
+                "pair i is interleaved: column 2i holds the sine, column 2i + 1 the cosine.",
+                halves=True),
+    _pe_mistake("the position is multiplied by base**(2i/d_model): it is divided. The angle "
+                "is p / base**(2i/d_model), so later pairs turn more slowly.", multiply=True),
+    _pe_mistake("the table is transposed: one row per position, shape (n, d_model).", transpose=True),
+    _pe_mistake("base is ignored (10000 is used): use the base the function is given.",
+                ignore_base=True),
+]
+
+
+# ------------------------------------------------------------------ rope
+def _rope(x, positions, base=10000.0, *, sign=1, halves=False, exponent="2i", offset=0,
+          ignore_positions=False, sequential=False, ignore_base=False):
+    """rope with switchable mistakes (all defaults: the right answer)."""
+    x = np.asarray(x, dtype=float)
+    n, d = x.shape[-2:]
+    base = 10000.0 if ignore_base else base
+    p = np.arange(n) if ignore_positions else np.asarray(positions)
+    i = np.arange(d // 2)
+    power = {"2i": 2 * i, "i": i}[exponent]
+    angle = sign * (p[:, None] + offset) * base ** (-power / d)         # (n, d/2)
+    cos, sin = np.cos(angle), np.sin(angle)
+    cols_a, cols_b = (i, i + d // 2) if halves else (2 * i, 2 * i + 1)
+    a, b = x[..., cols_a], x[..., cols_b]
+    new_a = a * cos - b * sin
+    new_b = (new_a if sequential else a) * sin + b * cos
+    out = x.copy()
+    out[..., cols_a], out[..., cols_b] = new_a, new_b
+    return out
+
+
+def _rope_mistake(message, **switches):
+    return Mistake(message, lambda x, positions, base=10000.0: _rope(x, positions, base, **switches))
+
+
+def _rope_case(rng, shape, positions, label, base=None):
+    x = rng.standard_normal(shape)
+    return Case((x, tuple(int(v) for v in positions) if label.startswith("a tuple") else np.asarray(positions)),
+                {} if base is None else {"base": base},
+                label=f"{label}: x {shape}, positions {list(positions)}"
+                      + ("" if base is None else f", base={base}"))
+
+
+def make_rope_cases(rng, hidden):
+    if hidden:
+        size = lambda low, high: int(rng.integers(low, high + 1))
+        n, d = size(3, 6), 2 * size(2, 4)
+        m = size(4, 7)
+        gaps = rng.choice(np.arange(1, 40), size=m, replace=False)
+        h, nb = size(2, 3), size(3, 5)
+        return [
+            _rope_case(rng, (n, d), range(n), "consecutive positions"),
+            _rope_case(rng, (m, 2 * size(2, 4)), gaps, "positions out of order, with gaps"),
+            _rope_case(rng, (3, 2 * size(2, 3)), [int(v) for v in rng.integers(0, 20, size=3)],
+                       "a tuple of positions", base=float(rng.choice([50.0, 500.0]))),
+            _rope_case(rng, (h, nb, 2 * size(2, 3)), rng.integers(0, 30, size=nb), "a head axis (h, n, d)"),
+            _rope_case(rng, (2, 2), [size(1, 5), size(6, 12)], "d = 2"),
+        ]
+    return [
+        _rope_case(rng, (4, 6), range(4), "consecutive positions"),
+        _rope_case(rng, (5, 8), [3, 0, 7, 1, 12], "positions out of order, with gaps"),
+        _rope_case(rng, (3, 4), [5, 6, 7], "a tuple of positions", base=100.0),
+        _rope_case(rng, (2, 3, 6), [2, 0, 9], "a head axis (h, n, d)"),
+        _rope_case(rng, (2, 2), [1, 4], "d = 2"),
+    ]
+
+
+_CONVENTION = ("the pairs are (x[i], x[i + d/2]) -- the split-halves convention of GPT-NeoX and "
+               "Hugging Face's LLaMA code. It is a valid RoPE (section 6 shows it is the same "
+               "model up to a reordering of W_q's and W_k's columns), but this course uses "
+               "RoFormer's interleaved pairs (x[2i], x[2i+1]), and so does the check.")
+
+ROPE_MISTAKES = [
+    _rope_mistake("the angle has the wrong sign: a pair (a, b) at angle t becomes "
+                  "(a cos t - b sin t, a sin t + b cos t), a turn counter-clockwise by "
+                  "t = position * base**(-2i/d).", sign=-1),
+    _rope_mistake(_CONVENTION, halves=True),
+    _rope_mistake("the exponent is i/d with i the pair's index: it is 2i/d. Pair i turns by "
+                  "position * base**(-2i/d).", exponent="i"),
+    _rope_mistake("the positions are off by one (counted from 1): rotate row r by the angle of "
+                  "positions[r] itself, so a token at position 0 is not rotated at all.", offset=1),
+    _rope_mistake("the positions given are ignored (rows are numbered 0, 1, 2, ...): row r "
+                  "turns by the angle of positions[r], whatever its index.", ignore_positions=True),
+    _rope_mistake("the second coordinate of each pair was computed from the already rotated "
+                  "first one: compute both new coordinates from the old pair "
+                  "(keep a copy, or compute both before assigning).", sequential=True),
+    _rope_mistake("base is ignored (10000 is used): use the base the function is given.",
+                  ignore_base=True),
+]
+
+
+# ------------------------------------------------------------------ rotary_attention
+def _attention_case(rng, batch, n, d_k, d_v, label, mask=None, positions=None):
+    Q, K = rng.standard_normal((*batch, n, d_k)), rng.standard_normal((*batch, n, d_k))
+    V = rng.standard_normal((*batch, n, d_v))
+    positions = np.arange(n) if positions is None else np.asarray(positions)
+    kwargs = {} if mask is None else {"mask": mask}
+    return Case((Q, K, V, positions), kwargs,
+                label=f"{label}: Q, K {Q.shape}, V {V.shape}, positions {positions.tolist()}"
+                      + ("" if mask is None else ", a mask"))
+
+
+def make_rotary_attention_cases(rng, hidden):
+    size = (lambda low, high: int(rng.integers(low, high + 1))) if hidden else None
+    if hidden:
+        n, m = size(4, 7), size(3, 6)
+        return [
+            _attention_case(rng, (), n, 2 * size(2, 4), 2 * size(1, 3), "self-attention"),
+            _attention_case(rng, (), m, 2 * size(2, 3), 2 * size(1, 2), "causal mask",
+                            reference.causal_mask(m), positions=np.arange(3, 3 + m)),
+            _attention_case(rng, (size(2, 3),), size(3, 5), 4, 2, "a head axis (h, n, d)"),
+            _attention_case(rng, (), 1, 4, 2, "a single token", positions=[size(1, 9)]),
+        ]
+    return [
+        _attention_case(rng, (), 5, 6, 4, "self-attention"),
+        _attention_case(rng, (), 4, 4, 2, "causal mask", reference.causal_mask(4),
+                        positions=[7, 8, 9, 10]),
+        _attention_case(rng, (2,), 3, 4, 2, "a head axis (h, n, d)"),
+        _attention_case(rng, (), 1, 4, 2, "a single token", positions=[3]),
+    ]
+
+
+def _rotary(Q, K, V, positions, mask=None, *, rotate=("q", "k")):
+    Q = reference.rope(Q, positions) if "q" in rotate else Q
+    K = reference.rope(K, positions) if "k" in rotate else K
+    V = reference.rope(V, positions) if "v" in rotate else V
+    return reference.scaled_dot_product_attention(Q, K, V, mask)
+
+
+ROTARY_ATTENTION_MISTAKES = [
+    Mistake("V was rotated too: RoPE rotates only q and k, so that their *scores* depend on "
+            "the offset. The values are what a query takes from a token, and stay as they are.",
+            lambda Q, K, V, positions, mask=None: _rotary(Q, K, V, positions, mask, rotate="qkv")),
+    Mistake("only Q was rotated: rotate both Q and K (each by its own token's position), so "
+            "that q_m . k_n depends on m - n.",
+            lambda Q, K, V, positions, mask=None: _rotary(Q, K, V, positions, mask, rotate="q")),
+    Mistake("only K was rotated: rotate both Q and K (each by its own token's position), so "
+            "that q_m . k_n depends on m - n.",
+            lambda Q, K, V, positions, mask=None: _rotary(Q, K, V, positions, mask, rotate="k")),
+    Mistake("nothing was rotated: apply rope to Q and to K before the scores.",
+            lambda Q, K, V, positions, mask=None: _rotary(Q, K, V, positions, mask, rotate=())),
+]
+
+
+# ------------------------------------------------------------------ rope_backward
+def _backward_case(rng, shape, positions, label, base=None):
+    d_out = rng.standard_normal(shape)
+    return Case((d_out, np.asarray(positions)), {} if base is None else {"base": base},
+                label=f"{label}: d_out {shape}, positions {list(positions)}"
+                      + ("" if base is None else f", base={base}"))
+
+
+def make_rope_backward_cases(rng, hidden):
+    if hidden:
+        size = lambda low, high: int(rng.integers(low, high + 1))
+        n, m = size(3, 6), size(3, 5)
+        return [
+            _backward_case(rng, (n, 2 * size(2, 4)), np.arange(n), "consecutive positions"),
+            _backward_case(rng, (m, 2 * size(2, 3)), rng.choice(30, size=m, replace=False),
+                           "positions out of order", base=float(rng.choice([50.0, 500.0]))),
+            _backward_case(rng, (2, 3, 4), [size(0, 9), size(10, 19), size(20, 29)], "a head axis (h, n, d)"),
+        ]
+    return [
+        _backward_case(rng, (4, 6), range(4), "consecutive positions"),
+        _backward_case(rng, (3, 4), [9, 2, 5], "positions out of order", base=100.0),
+        _backward_case(rng, (2, 3, 4), [1, 0, 6], "a head axis (h, n, d)"),
+    ]
+
+
+ROPE_BACKWARD_MISTAKES = [
+    Mistake("this is the forward rotation again: the gradient of a rotation is its transpose, "
+            "R.T @ d_out, and R.T turns by the opposite angle.",
+            lambda d_out, positions, base=10000.0: reference.rope(d_out, positions, base)),
+    Mistake("d_out is returned unrotated: rope changes each pair's direction, so the gradient "
+            "must be turned back (a rotation keeps lengths, not directions).",
+            lambda d_out, positions, base=10000.0: np.array(d_out, dtype=float)),
+    Mistake("the pairs are (x[i], x[i + d/2]): rope's pairs are interleaved, (x[2i], x[2i+1]), "
+            "and its backward turns the same pairs back.",
+            lambda d_out, positions, base=10000.0: _rope(d_out, positions, base, sign=-1, halves=True)),
+    Mistake("the whole gradient has the wrong sign: -rope(d_out) is not a rotation back. "
+            "Turn each pair by the opposite angle.",
+            lambda d_out, positions, base=10000.0: -reference.rope(d_out, positions, base)),
+]
+
+
+EXERCISES = [
+    Exercise(name="sinusoidal_encoding", lesson=LESSON, reference=reference.sinusoidal_encoding,
+             make_cases=make_sinusoidal_cases, mistakes=SINUSOIDAL_MISTAKES, outputs=("PE",),
+             rtol=1e-6, atol=1e-10),
+    Exercise(name="rope", lesson=LESSON, reference=reference.rope, make_cases=make_rope_cases,
+             mistakes=ROPE_MISTAKES, outputs=("rotated",), rtol=1e-6, atol=1e-10),
+    Exercise(name="rotary_attention", lesson=LESSON, reference=reference.rotary_attention,
+             make_cases=make_rotary_attention_cases, mistakes=ROTARY_ATTENTION_MISTAKES,
+             outputs=("out", "weights"), rtol=1e-6, atol=1e-10),
+    Exercise(name="rope_backward", lesson=LESSON, reference=reference.rope_backward,
+             make_cases=make_rope_backward_cases, mistakes=ROPE_BACKWARD_MISTAKES,
+             outputs=("dx",), rtol=1e-6, atol=1e-10),
+]

@@ -1,0 +1,300 @@
+"""The lesson 09 checks (sinusoidal_encoding, rope, rotary_attention, rope_backward).
+
+Wrong versions are written here the way a learner might write them, independently of
+the mistake catalogue in helpers/exercises/lesson09.py; each must get its specific
+message, on the visible and on the hidden cases. Correct versions written in other
+ways must pass. Both tables (``WRONG_BY_EXERCISE``, ``RIGHT_BY_EXERCISE``) are run in
+test_checks_versions.py. (That every catalogued mistake is named by its own message is
+checked for the whole catalogue at once, in test_catalogue.py.)
+"""
+
+import math
+
+import numpy as np
+import pytest
+
+from helpers import reference
+from helpers.exercises import EXERCISES, LESSONS, lesson09
+
+
+# ------------------------------------------------------------------ sinusoidal_encoding
+def pe_loops(n, d_model, base=10000.0):
+    """Entry by entry with math (right)."""
+    PE = np.zeros((n, d_model))
+    for p in range(n):
+        for i in range(0, d_model, 2):
+            PE[p, i] = math.sin(p / base ** (i / d_model))        # i here is the column, 2 * pair
+            PE[p, i + 1] = math.cos(p / base ** (i / d_model))
+    return PE
+
+
+def pe_exp_log(n, d_model, base=10000.0):
+    """The Annotated Transformer's form: div_term = exp(-(2i) ln(base) / d) (right)."""
+    position = np.arange(n)[:, None]
+    div_term = np.exp(np.arange(0, d_model, 2) * -(np.log(base) / d_model))
+    PE = np.zeros((n, d_model))
+    PE[:, 0::2] = np.sin(position * div_term)
+    PE[:, 1::2] = np.cos(position * div_term)
+    return PE
+
+
+def pe_stack(n, d_model, base=10000.0):
+    """Sines and cosines stacked on a last axis, then reshaped (right: interleaved)."""
+    angles = np.outer(np.arange(n), 1 / np.power(base, np.arange(d_model // 2) * 2 / d_model))
+    return np.stack([np.sin(angles), np.cos(angles)], axis=-1).reshape(n, d_model)
+
+
+def pe_swapped(n, d_model, base=10000.0):
+    angles = np.outer(np.arange(n), base ** (-np.arange(0, d_model, 2) / d_model))
+    PE = np.zeros((n, d_model))
+    PE[:, 0::2], PE[:, 1::2] = np.cos(angles), np.sin(angles)
+    return PE
+
+
+def pe_pair_index(n, d_model, base=10000.0):
+    PE = np.zeros((n, d_model))
+    for p in range(n):
+        for i in range(d_model // 2):
+            PE[p, 2 * i] = np.sin(p / base ** (i / d_model))     # forgot the 2 in 2i/d
+            PE[p, 2 * i + 1] = np.cos(p / base ** (i / d_model))
+    return PE
+
+
+def pe_column_index(n, d_model, base=10000.0):
+    PE = np.zeros((n, d_model))
+    for p in range(n):
+        for j in range(d_model):
+            angle = p / base ** (j / d_model)                    # each column its own exponent
+            PE[p, j] = np.sin(angle) if j % 2 == 0 else np.cos(angle)
+    return PE
+
+
+def pe_from_one(n, d_model, base=10000.0):
+    angles = np.outer(np.arange(1, n + 1), base ** (-np.arange(0, d_model, 2) / d_model))
+    return np.stack([np.sin(angles), np.cos(angles)], axis=-1).reshape(n, d_model)
+
+
+def pe_concatenated(n, d_model, base=10000.0):
+    angles = np.outer(np.arange(n), base ** (-np.arange(0, d_model, 2) / d_model))
+    return np.concatenate([np.sin(angles), np.cos(angles)], axis=1)
+
+
+def pe_default_base(n, d_model, base=10000.0):
+    return pe_exp_log(n, d_model)
+
+
+PE_RIGHT = {"loops with math": pe_loops, "exp-log form": pe_exp_log, "stack and reshape": pe_stack,
+            "the lesson's own": reference.sinusoidal_encoding}
+PE_WRONG = {
+    "sin and cos swapped": (pe_swapped, "sin and cos are swapped"),
+    "i/d instead of 2i/d": (pe_pair_index, "the exponent is i/d_model"),
+    "column index in the exponent": (pe_column_index, "the cos columns use the exponent (2i + 1)/d_model"),
+    "positions from 1": (pe_from_one, "the positions are counted from 1"),
+    "sines then cosines": (pe_concatenated, "split halves"),
+    "base ignored": (pe_default_base, "base is ignored"),
+}
+
+
+# ------------------------------------------------------------------ rope
+def rope_complex(x, positions, base=10000.0):
+    """Pairs as complex numbers, times exp(i angle) (right)."""
+    x = np.asarray(x, dtype=float)
+    d = x.shape[-1]
+    z = x[..., 0::2] + 1j * x[..., 1::2]
+    theta = np.asarray(positions)[:, None] * base ** (-np.arange(0, d, 2) / d)
+    z = z * np.exp(1j * theta)
+    return np.stack([z.real, z.imag], axis=-1).reshape(x.shape)
+
+
+def rope_matrices(x, positions, base=10000.0):
+    """A 2 x 2 rotation matrix per pair and position, in loops (right)."""
+    x = np.asarray(x, dtype=float)
+    out = np.empty_like(x)
+    d = x.shape[-1]
+    for r, p in enumerate(positions):
+        for i in range(d // 2):
+            t = p * base ** (-2 * i / d)
+            R = np.array([[np.cos(t), -np.sin(t)], [np.sin(t), np.cos(t)]])
+            out[..., r, 2 * i:2 * i + 2] = x[..., r, 2 * i:2 * i + 2] @ R.T
+    return out
+
+
+def rope_rotate_half(x, positions, base=10000.0):
+    """x * cos + rotate_every_two(x) * sin, the "rotate every two" trick (right)."""
+    x = np.asarray(x, dtype=float)
+    d = x.shape[-1]
+    theta = np.repeat(np.asarray(positions)[:, None] * base ** (-np.arange(0, d, 2) / d), 2, axis=-1)
+    turned = np.empty_like(x)
+    turned[..., 0::2], turned[..., 1::2] = -x[..., 1::2], x[..., 0::2]
+    return x * np.cos(theta) + turned * np.sin(theta)
+
+
+def rope_clockwise(x, positions, base=10000.0):
+    return rope_complex(x, -np.asarray(positions), base)
+
+
+def rope_llama(x, positions, base=10000.0):
+    """Hugging Face LLaMA's rotate_half: pairs (x[i], x[i + d/2])."""
+    d = x.shape[-1]
+    theta = np.asarray(positions)[:, None] * base ** (-np.arange(0, d, 2) / d)
+    theta = np.concatenate([theta, theta], axis=-1)
+    rotated = np.concatenate([-x[..., d // 2:], x[..., : d // 2]], axis=-1)
+    return x * np.cos(theta) + rotated * np.sin(theta)
+
+
+def rope_pair_index(x, positions, base=10000.0):
+    d = x.shape[-1]
+    theta = np.asarray(positions)[:, None] * base ** (-np.arange(d // 2) / d)   # forgot the 2
+    z = (x[..., 0::2] + 1j * x[..., 1::2]) * np.exp(1j * theta)
+    return np.stack([z.real, z.imag], axis=-1).reshape(x.shape)
+
+
+def rope_arange(x, positions, base=10000.0):
+    return rope_complex(x, np.arange(x.shape[-2]), base)
+
+
+def rope_in_place(x, positions, base=10000.0):
+    x = np.array(x, dtype=float)
+    d = x.shape[-1]
+    theta = np.asarray(positions)[:, None] * base ** (-np.arange(0, d, 2) / d)
+    x[..., 0::2] = x[..., 0::2] * np.cos(theta) - x[..., 1::2] * np.sin(theta)
+    x[..., 1::2] = x[..., 0::2] * np.sin(theta) + x[..., 1::2] * np.cos(theta)   # uses the new one
+    return x
+
+
+def rope_plus_one(x, positions, base=10000.0):
+    return rope_complex(x, np.asarray(positions) + 1, base)
+
+
+ROPE_RIGHT = {"complex numbers": rope_complex, "rotation matrices in loops": rope_matrices,
+              "rotate every two": rope_rotate_half, "the lesson's own": reference.rope}
+ROPE_WRONG = {
+    "turns clockwise": (rope_clockwise, "the angle has the wrong sign"),
+    "LLaMA's split halves": (rope_llama, "split-halves convention"),
+    "i/d instead of 2i/d": (rope_pair_index, "the exponent is i/d"),
+    "positions ignored": (rope_arange, "the positions given are ignored"),
+    "second coordinate from the new first": (rope_in_place, "already rotated"),
+    "positions + 1": (rope_plus_one, "counted from 1"),
+}
+
+
+# ------------------------------------------------------------------ rotary_attention
+def softmax_rows(S):
+    e = np.exp(S - S.max(axis=-1, keepdims=True))
+    return e / e.sum(axis=-1, keepdims=True)
+
+
+def rotary_by_hand(Q, K, V, positions, mask=None):
+    """Rotated scores written out, with the lesson's own rope (right)."""
+    q, k = rope_complex(Q, positions), rope_complex(K, positions)
+    S = q @ np.swapaxes(k, -1, -2) / np.sqrt(Q.shape[-1])
+    if mask is not None:
+        S = np.where(mask, S, -np.inf)
+    W = softmax_rows(S)
+    return W @ V, W
+
+
+def rotary_reference_parts(Q, K, V, positions, mask=None):
+    """The course's rope and attention, composed (right)."""
+    return reference.scaled_dot_product_attention(reference.rope(Q, positions),
+                                                  reference.rope(K, positions), V, mask)
+
+
+def rotary_v_too(Q, K, V, positions, mask=None):
+    return reference.scaled_dot_product_attention(reference.rope(Q, positions), reference.rope(K, positions),
+                                                  reference.rope(V, positions), mask)
+
+
+def rotary_q_only(Q, K, V, positions, mask=None):
+    return reference.scaled_dot_product_attention(reference.rope(Q, positions), K, V, mask)
+
+
+def rotary_none(Q, K, V, positions, mask=None):
+    return reference.scaled_dot_product_attention(Q, K, V, mask)
+
+
+ROTARY_RIGHT = {"by hand": rotary_by_hand, "composed": rotary_reference_parts,
+                "the lesson's own": reference.rotary_attention}
+ROTARY_WRONG = {
+    "V rotated too": (rotary_v_too, "V was rotated too"),
+    "only Q rotated": (rotary_q_only, "only Q was rotated"),
+    "nothing rotated": (rotary_none, "nothing was rotated"),
+}
+
+
+# ------------------------------------------------------------------ rope_backward
+def backward_negated(d_out, positions, base=10000.0):
+    """The forward rotation with minus the positions (right)."""
+    return reference.rope(d_out, -np.asarray(positions), base)
+
+
+def backward_conjugate(d_out, positions, base=10000.0):
+    """Complex pairs times exp(-i angle), the conjugate (right)."""
+    d = d_out.shape[-1]
+    z = d_out[..., 0::2] + 1j * d_out[..., 1::2]
+    theta = np.asarray(positions)[:, None] * base ** (-np.arange(0, d, 2) / d)
+    z = z * np.exp(-1j * theta)
+    return np.stack([z.real, z.imag], axis=-1).reshape(d_out.shape)
+
+
+def backward_transposed_matrices(d_out, positions, base=10000.0):
+    """R.T @ d_out per pair, in loops (right)."""
+    out = np.empty_like(d_out)
+    d = d_out.shape[-1]
+    for r, p in enumerate(positions):
+        for i in range(d // 2):
+            t = p * base ** (-2 * i / d)
+            R = np.array([[np.cos(t), -np.sin(t)], [np.sin(t), np.cos(t)]])
+            out[..., r, 2 * i:2 * i + 2] = d_out[..., r, 2 * i:2 * i + 2] @ R   # row @ R = R.T @ col
+    return out
+
+
+def backward_forward_again(d_out, positions, base=10000.0):
+    return rope_complex(d_out, positions, base)
+
+
+def backward_identity(d_out, positions, base=10000.0):
+    return d_out.copy()
+
+
+def backward_minus(d_out, positions, base=10000.0):
+    return -rope_complex(d_out, positions, base)
+
+
+BACKWARD_RIGHT = {"negated positions": backward_negated, "complex conjugate": backward_conjugate,
+                  "transposed matrices": backward_transposed_matrices,
+                  "the lesson's own": reference.rope_backward}
+BACKWARD_WRONG = {
+    "the forward rotation again": (backward_forward_again, "this is the forward rotation again"),
+    "not rotated": (backward_identity, "d_out is returned unrotated"),
+    "minus the forward": (backward_minus, "the whole gradient has the wrong sign"),
+}
+
+
+WRONG_BY_EXERCISE = {"sinusoidal_encoding": PE_WRONG, "rope": ROPE_WRONG,
+                     "rotary_attention": ROTARY_WRONG, "rope_backward": BACKWARD_WRONG}
+RIGHT_BY_EXERCISE = {"sinusoidal_encoding": PE_RIGHT, "rope": ROPE_RIGHT,
+                     "rotary_attention": ROTARY_RIGHT, "rope_backward": BACKWARD_RIGHT}
+
+
+def test_the_lesson_is_registered_with_its_exercises_in_order():
+    assert [e.name for e in LESSONS[lesson09.LESSON]] == ["sinusoidal_encoding", "rope",
+                                                           "rotary_attention", "rope_backward"]
+
+
+@pytest.mark.parametrize("hidden", [False, True], ids=["visible", "hidden"])
+def test_rope_cases_include_positions_that_are_not_0_to_n(hidden):
+    # Only such a case tells "positions ignored" from the right answer.
+    cases = EXERCISES["rope"].cases(hidden)
+    assert any(list(np.asarray(c.args[1])) != list(range(c.args[0].shape[-2])) for c in cases)
+
+
+@pytest.mark.parametrize("hidden", [False, True], ids=["visible", "hidden"])
+def test_every_rope_case_has_even_d(hidden):
+    assert all(c.args[0].shape[-1] % 2 == 0 for c in EXERCISES["rope"].cases(hidden))
+
+
+@pytest.mark.parametrize("hidden", [False, True], ids=["visible", "hidden"])
+def test_the_first_sinusoidal_case_has_at_least_two_pairs(hidden):
+    # With one pair (d_model = 2) the interleaved and split-halves layouts are the same.
+    assert EXERCISES["sinusoidal_encoding"].cases(hidden)[0].args[1] >= 4

@@ -1,0 +1,200 @@
+"""Lesson 09's training: ``train_attention(..., position=, shifts=)`` and the two-back task.
+
+The thresholds are the lesson's claims with the default seed (the notebook prints the
+numbers and repeats the key comparison over more seeds). Gradients are checked against
+central differences written here; the shifted sentences against their definition.
+Timings are in benchmarks/run.py, not here.
+"""
+
+import numpy as np
+import pytest
+
+from helpers import position_tasks, positional, training
+
+SHIFTS = (0, 1, 2, 4, 8)
+
+
+@pytest.fixture(scope="module")
+def runs():
+    """The lesson's four models (two heads, seed 0), each measured at every shift."""
+    return {position: training.train_attention("two_relations", num_heads=2, position=position,
+                                               shifts=SHIFTS)
+            for position in positional.POSITIONS}
+
+
+# ----------------------------------------------------------------- the thresholds (seed 0)
+def test_without_position_its_noun_is_found_but_the_subject_is_at_chance(runs):
+    result = runs["none"]
+    its_noun, subject = position_tasks.relation_accuracy(result["params"], result["corpus"].test,
+                                                         2, "none")
+    assert its_noun >= 0.9
+    assert 0.4 <= subject <= 0.6                 # two nouns, nothing to tell the first: 1 in 2
+
+
+@pytest.mark.parametrize("position", ["learned", "sinusoidal", "rope"])
+def test_each_encoding_gets_both_relations_right_on_90_percent(runs, position):
+    assert runs[position]["accuracy"] >= 0.9
+
+
+def test_accuracy_is_the_shift_0_figure(runs):
+    for result in runs.values():
+        assert result["accuracy"] == result["accuracy_by_shift"][0]
+        assert sorted(result["accuracy_by_shift"]) == list(SHIFTS)
+
+
+def test_learned_positions_collapse_when_the_sentence_moves_by_one_word(runs):
+    assert runs["learned"]["accuracy_by_shift"][1] <= 0.1
+
+
+def test_sinusoidal_degrades_with_the_shift(runs):
+    accuracy = [runs["sinusoidal"]["accuracy_by_shift"][k] for k in SHIFTS]
+    assert all(a >= b for a, b in zip(accuracy, accuracy[1:]))
+    assert accuracy[1] >= 0.8 and accuracy[-1] <= 0.2
+
+
+def test_rope_is_within_0_02_at_every_shift(runs):
+    accuracy = list(runs["rope"]["accuracy_by_shift"].values())
+    assert max(accuracy) - min(accuracy) <= 0.02
+
+
+def test_without_position_a_shift_changes_nothing(runs):
+    accuracy = list(runs["none"]["accuracy_by_shift"].values())
+    assert max(accuracy) - min(accuracy) < 1e-12
+
+
+# ----------------------------------------------------------------- what each way builds
+def test_learned_without_shifts_keeps_lesson_08s_shapes():
+    result = training.train_attention("coreference", steps=2)
+    assert len(result["corpus"].vocab) == 85 and result["params"]["pos"].shape == (10, 32)
+
+
+def test_shifts_add_a_filler_word_and_a_longer_context():
+    result = training.train_attention("coreference", steps=2, shifts=(0, 3))
+    corpus = result["corpus"]
+    assert corpus.vocab[-1] == positional.FILLER and len(corpus.vocab) == 86
+    assert result["params"]["pos"].shape == (13, 32)
+    assert corpus.train.tokens.shape[1] == 13
+
+
+@pytest.mark.parametrize("position", ["none", "sinusoidal", "rope"])
+def test_only_learned_has_position_parameters(position):
+    result = training.train_attention("coreference", steps=2, position=position)
+    assert "pos" not in result["params"]
+
+
+def test_the_default_is_learned():
+    a = training.train_attention("coreference", steps=20, seed=1)["loss"]
+    b = training.train_attention("coreference", steps=20, seed=1, position="learned")["loss"]
+    assert np.array_equal(a, b)
+
+
+@pytest.mark.parametrize("position", ["none", "sinusoidal", "rope"])
+def test_same_seed_gives_the_same_run(position):
+    a = training.train_attention("coreference", steps=15, seed=2, position=position, shifts=(0, 2))
+    b = training.train_attention("coreference", steps=15, seed=2, position=position, shifts=(0, 2))
+    assert np.array_equal(a["loss"], b["loss"]) and a["accuracy_by_shift"] == b["accuracy_by_shift"]
+
+
+def test_sinusoidal_input_is_the_word_vector_plus_the_table():
+    corpus = training.load_corpus()
+    params = training.init_params(len(corpus.vocab), 4, 1, np.random.default_rng(0), position="sinusoidal")
+    tokens = corpus.test.tokens[:2]
+    X = positional.embed(params, tokens, "sinusoidal")
+    p = np.arange(10)[:, None]
+    table = np.hstack([np.sin(p), np.cos(p), np.sin(p / 100), np.cos(p / 100)])   # d_model = 4, by hand
+    np.testing.assert_allclose(X, params["tok"][tokens] + table, atol=1e-14)
+
+
+def test_rope_scores_depend_only_on_the_offset_between_two_words():
+    # The same two words, placed at different positions with the same offset, get the same score.
+    rng = np.random.default_rng(3)
+    params = {"tok": rng.standard_normal((5, 8)), **{w: rng.standard_normal((8, 8))
+                                                     for w in ("W_q", "W_k", "W_v", "W_o")}}
+    tokens = np.array([[1, 2, 0, 0, 0, 0], [0, 0, 0, 1, 2, 0]])    # word 1, then word 2, twice
+    X = positional.embed(params, tokens, "rope")
+    _, w = positional.rope_attention(X, params["W_q"], params["W_k"], params["W_v"], params["W_o"], 2)
+    # Weights differ (other words around); the scores are log-ratios of weights in a row.
+    ratio_a = np.log(w[0, :, 0, 1] / w[0, :, 0, 0])               # query word 1 at 0: word 2 vs itself
+    ratio_b = np.log(w[1, :, 3, 4] / w[1, :, 3, 3])               # query word 1 at 3: the same two
+    np.testing.assert_allclose(ratio_a, ratio_b, atol=1e-12)
+
+
+# ----------------------------------------------------------------- the gradients
+def central_differences(f, x, eps=1e-6):
+    grad = np.zeros_like(x)
+    for i in np.ndindex(x.shape):
+        plus, minus = x.copy(), x.copy()
+        plus[i] += eps
+        minus[i] -= eps
+        grad[i] = (f(plus) - f(minus)) / (2 * eps)
+    return grad
+
+
+@pytest.mark.parametrize("position, num_heads", [("none", 1), ("sinusoidal", 2), ("rope", 2)])
+def test_every_gradient_matches_central_differences(position, num_heads):
+    corpus = positional.padded_corpus(training.load_corpus(), 2)
+    rng = np.random.default_rng(0)
+    params = training.init_params(len(corpus.vocab), 4, 2, rng, position=position, n=12)
+    batch = training.sample_batch(corpus.train, rng, batch_size=3)
+    _, grads = training.loss_and_grads(params, batch, num_heads, position=position)
+    assert set(grads) == set(params)
+    for name, value in params.items():
+        def loss_of(Z):
+            return training.loss_and_grads({**params, name: Z}, batch, num_heads, position=position)[0]
+        np.testing.assert_allclose(grads[name], central_differences(loss_of, value),
+                                   rtol=1e-5, atol=1e-8, err_msg=name)
+
+
+@pytest.mark.parametrize("position", ["learned", "rope"])
+def test_two_back_gradients_match_central_differences(position):
+    rng = np.random.default_rng(1)
+    params = position_tasks.init_params(4, rng, position)
+    tokens = rng.integers(0, position_tasks.VOCAB, size=(2, position_tasks.TRAIN_LENGTH))
+    _, grads = position_tasks.loss_and_grads(params, tokens, 2, position)
+    for name, value in params.items():
+        def loss_of(Z):
+            return position_tasks.loss_and_grads({**params, name: Z}, tokens, 2, position)[0]
+        np.testing.assert_allclose(grads[name], central_differences(loss_of, value),
+                                   rtol=1e-5, atol=1e-8, err_msg=name)
+
+
+# ----------------------------------------------------------------- shifted sentences
+def test_a_shifted_sentence_starts_after_k_filler_words():
+    corpus = training.load_corpus()
+    shifted = positional.shift(corpus.test, 3, 14, filler=99)
+    assert shifted.tokens.shape == (len(corpus.test), 14)
+    assert np.all(shifted.tokens[:, :3] == 99) and np.all(shifted.tokens[:, 13:] == 99)
+    assert np.array_equal(shifted.tokens[:, 3:13], corpus.test.tokens)
+    rows = np.arange(len(corpus.test))
+    assert np.array_equal(shifted.tokens[rows, shifted.query], corpus.test.tokens[rows, corpus.test.query])
+    assert np.array_equal(shifted.targets, corpus.test.targets + 3)
+
+
+# ----------------------------------------------------------------- longer than trained
+def test_two_back_rope_holds_at_one_and_a_half_times_the_length():
+    result = position_tasks.train_two_back("rope", lengths=(16, 24))
+    assert result["accuracy_by_length"][16] >= 0.95 and result["accuracy_by_length"][24] >= 0.9
+
+
+def test_two_back_learned_cannot_run_past_its_positions():
+    result = position_tasks.train_two_back("learned", lengths=(16, 24), steps=2)
+    assert result["accuracy_by_length"][24] is None
+    with pytest.raises(ValueError, match="has vectors for 16 positions only, not 24"):
+        position_tasks.accuracy(result["params"], 1, "learned", 24)
+
+
+# ----------------------------------------------------------------- bad arguments
+BAD = [
+    (dict(position="alibi"), ValueError, "unknown position 'alibi'"),
+    (dict(position="rope", d_model=12, num_heads=4), ValueError, "position='rope' needs an even head size"),
+    (dict(shifts=(0, -1)), ValueError, "shifts must be whole numbers >= 0"),
+    (dict(shifts=()), ValueError, r"shifts must be whole numbers >= 0 \(at least one\)"),
+    (dict(shifts=3), TypeError, "shifts must be a sequence"),
+    (dict(shifts=(0, 1.5)), ValueError, "shifts must be whole numbers"),
+]
+
+
+@pytest.mark.parametrize("kwargs, error, message", BAD, ids=[m for _, _, m in BAD])
+def test_bad_argument_gets_a_clear_error_naming_it(kwargs, error, message):
+    with pytest.raises(error, match="train_attention: " + message):
+        training.train_attention("coreference", steps=1, **kwargs)
