@@ -232,7 +232,7 @@ def check_arguments(task, num_heads, d_model, scale, steps, seed, dtype):
 
 
 def train_attention(task, *, num_heads=1, d_model=32, scale=True, steps=None, seed=0,
-                    dtype="float64"):
+                    dtype="float64", num_layers=1):
     """Train the one-layer attention model on a task; evaluate it on held-out sentences.
 
     Parameters
@@ -258,7 +258,14 @@ def train_attention(task, *, num_heads=1, d_model=32, scale=True, steps=None, se
         ``"attention_to_targets"``: ndarray (num_relations, num_heads), on the held-out
         sentences: the pronoun's mean weight, in each head, on each relation's word;
         ``"params"``: the trained parameters; ``"corpus"``: the corpus (vocabulary, splits).
+
+    Lesson 10: the tasks ``"adjective"`` and ``"induction"``, and ``num_layers`` (a stack
+    of layers with residual connections, answering by pointing), are in :mod:`helpers.layers`.
     """
+    if task in ("adjective", "induction") or num_layers != 1:       # lesson 10
+        from . import layers
+        return layers.train(task, num_heads=num_heads, d_model=d_model, scale=scale, steps=steps,
+                            seed=seed, num_layers=num_layers, dtype=dtype)
     check_arguments(task, num_heads, d_model, scale, steps, seed, dtype)
     relations, default_steps = TASKS[task]
     steps = default_steps if steps is None else int(steps)
@@ -280,3 +287,12 @@ def train_attention(task, *, num_heads=1, d_model=32, scale=True, steps=None, se
     accuracy, attention = evaluate(params, data.test, num_heads, scale)
     return {"loss": np.array(losses), "accuracy": accuracy, "attention_to_targets": attention,
             "params": params, "corpus": data}
+
+
+def ablate(result, layer, at):
+    """Lesson 10: held-out accuracy with a layer's update removed at "pronoun" or "nouns".
+
+    See :func:`helpers.layers.ablate`.
+    """
+    from . import layers
+    return layers.ablate(result, layer, at)
