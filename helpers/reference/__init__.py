@@ -24,6 +24,7 @@ module          what it holds                                               less
 ``tiling``      the online softmax over key/value blocks                    06
 ``backward``    gradients by hand, and central differences to check them    07
 ``optimizer``   one Adam step                                               08
+``layers``      a residual layer's backward; a layer's update removed       10
 ==============  ==========================================================  =======
 
 The input checks they call are in :mod:`helpers.validation`.
@@ -46,6 +47,7 @@ from .backward import (
     softmax_backward,
 )
 from .cost import attention_flops, fit_power_law, flops_crossing
+from .layers import ablated_stack, residual_attention_backward
 from .multi_head import merge_heads, multi_head_attention, split_heads, split_heads_batched
 from .optimizer import adam_step
 from .tiling import causal_online_softmax_attention, online_softmax_attention
@@ -73,4 +75,6 @@ __all__ = [
     "numerical_gradient",
     "multi_head_attention_backward",
     "adam_step",
+    "residual_attention_backward",
+    "ablated_stack",
 ]
