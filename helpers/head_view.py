@@ -115,3 +115,43 @@ def head_view_explorer(result, sentences=None, figsize=(10.0, 3.2)):
     box, redraw = widgets.figure_slider(slider, draw, figsize=(figsize[0], figsize[1] + 0.4 * rows))
     menu.observe(lambda change: state["busy"] or redraw(slider.value), names="value")
     return ipywidgets.VBox([menu, box]), redraw
+
+
+def layer_maps(result, index, title=""):
+    """Every layer's and head's whole attention map for held-out sentence ``index``, side by side.
+
+    One heatmap per (layer, head): row i is where token i looks (viridis, 0 to 1), the
+    tokens written along both axes.
+
+    Returns
+    -------
+    matplotlib Figure
+    """
+    import matplotlib.pyplot as plt
+
+    from . import plots
+
+    forward, num_heads = _describe(result)
+    test = result["corpus"].test
+    words = test.sentences[index].split()
+    weights = forward(test.tokens[index:index + 1])               # list of (1, h, n, n)
+    panels = [(l, h, w[0, h]) for l, w in enumerate(weights, start=1) for h in range(num_heads)]
+    fig, axes = plt.subplots(1, len(panels), figsize=(5.2 * len(panels), 4.6), squeeze=False)
+    for ax, (l, h, W) in zip(axes[0], panels):
+        plots.heatmap(W, words, words, ax=ax, vmin=0, vmax=1, annotate=False,
+                      title=f"layer {l}, head {h}", xlabel="key token j", ylabel="query token i")
+    fig.suptitle(title)
+    fig.tight_layout()
+    return fig
+
+
+def plot(result, index, position=None, figsize=(10.0, 2.6)):
+    """:func:`draw_head_view` in a figure of its own; ``position`` defaults to the query."""
+    import matplotlib.pyplot as plt
+
+    if position is None:
+        position = int(result["corpus"].test.query[index])
+    rows = len(attention_rows(result, index, position)[0])
+    fig = plt.figure(figsize=(figsize[0], figsize[1] + 0.4 * rows))
+    draw_head_view(fig, result, index, int(position))
+    return fig

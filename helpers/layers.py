@@ -313,3 +313,35 @@ def train(task, *, num_heads=1, d_model=32, scale=True, steps=None, seed=0, num_
             "params": params, "corpus": data,
             "config": {"task": task, "num_heads": num_heads, "num_layers": num_layers,
                        "scale": scale}}
+
+
+# ------------------------------------------------- lesson 08's model on lesson 10's corpus
+def train_word_readout(task="adjective", *, steps=1000, seed=0, d_model=32):
+    """Lesson 08's one-layer model *with its word-naming readout*, trained on ``task``'s corpus.
+
+    The same loop as :func:`train`, with lesson 08's :func:`helpers.training.loss_and_grads`
+    (a readout at the query that scores every word). Its answer is the word the readout
+    scores highest, which can use the *values* the query blends in, not only where it looks.
+
+    Returns
+    -------
+    dict
+        ``"accuracy"`` (held-out), ``"attention"`` (N, n): the query's weights on each
+        held-out sentence, ``"params"``.
+    """
+    data = load_corpus(task)
+    rng = np.random.default_rng(seed)
+    params = training.init_params(len(data.vocab), d_model, 1, rng)
+    m = {name: np.zeros_like(p) for name, p in params.items()}
+    v = {name: np.zeros_like(p) for name, p in params.items()}
+    for step in range(1, steps + 1):
+        _, grads = training.loss_and_grads(params, training.sample_batch(data.train, rng), 1)
+        lr = training.learning_rate(step, steps, d_model)
+        for name in params:
+            params[name], m[name], v[name] = reference.adam_step(params[name], grads[name],
+                                                                 m[name], v[name], step, lr)
+            params[name] *= 1 - lr * training.WEIGHT_DECAY
+    accuracy, _ = training.evaluate(params, data.test, 1)
+    _, _, weights = training.forward(params, data.test.tokens, 1)
+    return {"accuracy": accuracy, "attention": weights[np.arange(len(data.test)), 0, data.test.query],
+            "params": params}

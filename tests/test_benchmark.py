@@ -17,6 +17,7 @@ def bench(monkeypatch):
     monkeypatch.setattr(module, "MHA", dict(n=16, d_model=32, num_heads=4))
     monkeypatch.setattr(module, "ONLINE", dict(n=300, d=8, block_size=64))
     monkeypatch.setattr(module, "TRAINING", dict(steps=3, seeds=range(1)))
+    monkeypatch.setattr(module, "LAYERS", dict(steps=2, targets={"adjective": 2.0, "induction": 20.0}))
     return module
 
 
@@ -51,3 +52,9 @@ def test_benchmark_prints_lesson_08_training_for_both_dtypes_and_each_seed(bench
     out = capsys.readouterr().out
     assert "float64" in out and "float32" in out and "steps/s" in out
     assert "seed 0:" in out and "seed 1:" in out
+
+
+def test_benchmark_prints_lesson_10_training_for_both_tasks_and_layer_counts(bench, capsys):
+    assert bench.bench_layers(repeat=1) in (True, False)
+    out = capsys.readouterr().out
+    assert out.count("adjective ") == 2 and out.count("induction ") == 2 and "accuracy" in out
