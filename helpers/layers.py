@@ -241,7 +241,7 @@ def ablate(result, layer, at):
         raise ValueError("ablate: result must come from train_attention('adjective' or "
                          "'induction', ...); this one has no such task")
     L = num_layers_of(result["params"])
-    if not (training._whole(layer) and 1 <= layer <= L):
+    if not (_whole(layer) and 1 <= layer <= L):
         raise ValueError(f"ablate: layer must be a whole number from 1 to {L} (the model has "
                          f"{L} layer{'s' * (L > 1)}), got {layer!r}")
     if at not in PLACES:
@@ -261,14 +261,32 @@ def ablate(result, layer, at):
 
 
 # ------------------------------------------------------------------ training
+def _whole(value):
+    return isinstance(value, (int, np.integer)) and not isinstance(value, bool)
+
+
 def check_arguments(task, num_heads, d_model, scale, steps, seed, num_layers, position, dtype):
-    """A clear error for a bad argument (lesson 08's checks, then the layers' own)."""
+    """A clear ValueError/TypeError for a bad argument of ``train_attention`` (lesson 10's tasks)."""
     where = "train_attention"
     if task not in TASKS:
         raise ValueError(f"{where}: num_layers={num_layers} needs a pointer task, one of "
                          f"{sorted(TASKS)}; got task {task!r} (its readout names a word)")
-    training.check_arguments("coreference", num_heads, d_model, scale, steps, seed, dtype)
-    if not (training._whole(num_layers) and num_layers >= 1):
+    for name, value in (("num_heads", num_heads), ("d_model", d_model)):
+        if not _whole(value):
+            raise TypeError(f"{where}: {name} must be a whole number, got {value!r}")
+        if value <= 0:
+            raise ValueError(f"{where}: {name} must be positive, got {name}={value}")
+    if d_model % num_heads:
+        raise ValueError(f"{where}: d_model={d_model} is not divisible by num_heads={num_heads}")
+    if not isinstance(scale, (bool, np.bool_)):
+        raise TypeError(f"{where}: scale must be True or False, got {scale!r}")
+    if steps is not None and not (_whole(steps) and steps > 0):
+        raise ValueError(f"{where}: steps must be a positive whole number or None, got {steps!r}")
+    if not (_whole(seed) and seed >= 0):
+        raise ValueError(f"{where}: seed must be a whole number >= 0, got {seed!r}")
+    if str(dtype) not in training.DTYPES and dtype not in (np.float64, np.float32):
+        raise ValueError(f"{where}: dtype must be one of {training.DTYPES}, got {dtype!r}")
+    if not (_whole(num_layers) and num_layers >= 1):
         raise ValueError(f"{where}: num_layers must be a whole number >= 1, got {num_layers!r}")
     if position not in POSITIONS:
         raise ValueError(f"{where}: task {task!r} supports position={POSITIONS[0]!r} only, "

@@ -263,6 +263,11 @@ def test_dtype_is_kept_in_every_parameter(dtype):
     ({"task": "adjective", "num_layers": 0}, ValueError, "num_layers must be a whole number >= 1"),
     ({"task": "adjective", "num_layers": 1.5}, ValueError, "num_layers must be a whole number"),
     ({"task": "adjective", "num_heads": 3}, ValueError, "not divisible by num_heads=3"),
+    ({"task": "induction", "num_heads": 0}, ValueError, "num_heads must be positive"),
+    ({"task": "adjective", "d_model": 8.0}, TypeError, "d_model must be a whole number"),
+    ({"task": "adjective", "scale": 1}, TypeError, "scale must be True or False"),
+    ({"task": "adjective", "seed": -1}, ValueError, "seed must be a whole number >= 0"),
+    ({"task": "adjective", "dtype": "float16"}, ValueError, "dtype must be one of"),
 ])
 def test_bad_arguments_are_clear_errors(kwargs, error, match):
     task = kwargs.pop("task")
