@@ -1309,9 +1309,13 @@ def test_every_seeds_hidden_cases_pass_the_reference_and_name_every_catalogued_m
 
 @pytest.mark.parametrize("name", sorted(EXERCISES))
 def test_hidden_shapes_vary_between_seeds(name):
-    def shapes(seed):   # array arguments by shape, numbers (sizes, head counts) by value
-        return tuple(np.shape(a) if isinstance(a, np.ndarray) else a
-                     for case in _hidden(name, seed) for a in case.args)
+    def shape(a):       # arrays by shape, lists of arrays by their shapes, numbers by value
+        if isinstance(a, (list, tuple)):
+            return tuple(shape(x) for x in a)
+        return np.shape(a) if isinstance(a, np.ndarray) else a
+
+    def shapes(seed):
+        return tuple(shape(a) for case in _hidden(name, seed) for a in case.args)
     assert len({shapes(seed) for seed in range(10)}) > 1
 
 
