@@ -27,6 +27,9 @@ something crashes). Timings depend on the machine and on what else runs on it.
 4. One step of each lesson's slider (lesson 02's d_k, lesson 03's query of "sat", lesson
    04's head count, lesson 11's kv heads), built by the same ``helpers`` calls the lessons make: median time
    per value. Target: well under 0.2 s.
+3c. Lesson 10's training: ``train_attention("adjective")`` and ``train_attention("induction")``
+   with one and two layers (the task's default steps): run time (wall and CPU), held-out
+   accuracy. Targets: "adjective" <= 2 s, "induction" <= 20 s per run.
 5. Each lesson's Run All time: ``notebooks/*.ipynb`` executed with nbclient in a fresh
    kernel, kernel start included.
 6. Lesson 11's generation: tokens per second generating a sequence one token at a time with
@@ -59,8 +62,9 @@ TARGET_DIFF = 1e-10
 TARGET_MEMORY = 0.10
 TARGET_TIME = 2.0
 TARGET_RUN_ALL = 10.0       # seconds: every untouched student notebook, well under this ...
-RUN_ALL_TARGETS = {"08_training.ipynb": 60.0,   # ... but the one that trains models
-                   "09_position.ipynb": 60.0,   # ... the one that trains with positions
+RUN_ALL_TARGETS = {"08_training.ipynb": 60.0,   # ... but the ones that train models
+                   "09_position.ipynb": 60.0,
+                   "10_two_layers.ipynb": 60.0,
                    "11_inference.ipynb": 60.0}  # ... and the one that measures generation
 TARGET_SLIDER = 0.2         # seconds: one slider step
 TRAINING = dict(steps=None, seeds=range(6))      # None: the task's default number of steps
@@ -69,6 +73,7 @@ TARGET_ACCURACY = 0.95
 TARGET_HEAD_SHARE = 0.6
 GENERATION = dict(n=256, d_model=64, num_heads=8)   # lesson 11: tokens generated, model size
 TARGET_POSITION_RUN = 2.0   # seconds: one lesson 09 training run
+LAYERS = dict(steps=None, targets={"adjective": 2.0, "induction": 20.0})   # lesson 10, seconds
 
 
 def verdict(ok):
@@ -240,13 +245,35 @@ def bench_position():
         wall = time.perf_counter() - wall
         accuracy = "  ".join(f"{L} tokens {a:.3f}" for L, a in result["accuracy_by_length"].items())
         print(f"   {position:<11} {wall:>5.2f} s   {accuracy}")
+
+
+# --------------------------------------------------------------------------- 3c
+def bench_layers(repeat):
+    from helpers import layers
+    print(f"\n3c. lesson 10: train_attention(task, num_layers=L), the task's default steps "
+          f"(or {LAYERS['steps']}); median of {repeat} runs, wall and CPU seconds")
+    met = True
+    for task, target in LAYERS["targets"].items():
+        layers.load_corpus(task)                         # built once, outside the timings
+        for num_layers in (1, 2):
+            walls, cpus = [], []
+            for _ in range(repeat):
+                wall, cpu = time.perf_counter(), time.process_time()
+                result = training.train_attention(task, num_layers=num_layers, steps=LAYERS["steps"])
+                walls.append(time.perf_counter() - wall)
+                cpus.append(time.process_time() - cpu)
+            seconds = float(np.median(walls))
+            met &= seconds <= target
+            print(f"   {task:<10} {num_layers} layer{'s' if num_layers > 1 else ' '} "
+                  f"{seconds:6.2f} s (CPU {float(np.median(cpus)):5.2f} s)   accuracy "
+                  f"{result['accuracy']:.3f}   target <= {target:.0f} s: {verdict(seconds <= target)}")
     return met
 
 
 # --------------------------------------------------------------------------- 5
 def bench_notebooks(timeout):
     print(f"\n5. Run All of each student notebook (fresh kernel, kernel start included; "
-          f"target well under {TARGET_RUN_ALL:.0f} s, lesson 08 under "
+          f"target well under {TARGET_RUN_ALL:.0f} s, lessons 08 and 10 under "
           f"{RUN_ALL_TARGETS['08_training.ipynb']:.0f} s)")
     try:
         import nbformat
@@ -376,6 +403,7 @@ def main(argv=None):
                "online softmax attention": bench_online(args.repeat),
                "lesson 08 training": bench_training(min(args.repeat, 3)),
                "lesson 09 training runs": bench_position(),
+               "lesson 10 training": bench_layers(min(args.repeat, 3)),
                "slider steps": bench_sliders(args.repeat),
                "lesson 11 cached = recomputed": bench_generation(args.repeat)}
     if not args.no_notebooks:

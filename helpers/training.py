@@ -238,7 +238,7 @@ def check_arguments(task, num_heads, d_model, scale, steps, seed, dtype):
 
 
 def train_attention(task, *, num_heads=1, d_model=32, scale=True, steps=None, seed=0,
-                    dtype="float64", position="learned", shifts=None):
+                    dtype="float64", position="learned", shifts=None, num_layers=1):
     """Train the one-layer attention model on a task; evaluate it on held-out sentences.
 
     Parameters
@@ -271,7 +271,14 @@ def train_attention(task, *, num_heads=1, d_model=32, scale=True, steps=None, se
         sentences: the pronoun's mean weight, in each head, on each relation's word;
         ``"params"``: the trained parameters; ``"corpus"``: the corpus (vocabulary, splits);
         with ``shifts``, ``"accuracy_by_shift"``: dict shift -> held-out accuracy.
+
+    Lesson 10: the tasks ``"adjective"`` and ``"induction"``, and ``num_layers`` (a stack
+    of layers with residual connections, answering by pointing), are in :mod:`helpers.layers`.
     """
+    if task in ("adjective", "induction") or num_layers != 1:       # lesson 10
+        from . import layers
+        return layers.train(task, num_heads=num_heads, d_model=d_model, scale=scale, steps=steps,
+                            seed=seed, num_layers=num_layers, dtype=dtype, position=position)
     check_arguments(task, num_heads, d_model, scale, steps, seed, dtype)
     positional.check_arguments(position, shifts, d_model, num_heads)
     relations, default_steps = TASKS[task]
@@ -300,3 +307,12 @@ def train_attention(task, *, num_heads=1, d_model=32, scale=True, steps=None, se
             int(k): accuracy if k == 0 else evaluate(params, positional.shift_test(data, load_corpus(), k),
                                                      num_heads, scale, position)[0] for k in shifts}
     return result
+
+
+def ablate(result, layer, at):
+    """Lesson 10: held-out accuracy with a layer's update removed at "pronoun" or "nouns".
+
+    See :func:`helpers.layers.ablate`.
+    """
+    from . import layers
+    return layers.ablate(result, layer, at)

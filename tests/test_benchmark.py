@@ -18,6 +18,7 @@ def bench(monkeypatch):
     monkeypatch.setattr(module, "ONLINE", dict(n=300, d=8, block_size=64))
     monkeypatch.setattr(module, "TRAINING", dict(steps=3, seeds=range(1)))
     monkeypatch.setattr(module, "GENERATION", dict(n=12, d_model=16, num_heads=4))
+    monkeypatch.setattr(module, "LAYERS", dict(steps=2, targets={"adjective": 2.0, "induction": 20.0}))
     return module
 
 
@@ -60,3 +61,9 @@ def test_benchmark_prints_lesson_11_tokens_per_second_and_cache_bytes(bench, cap
     out = capsys.readouterr().out
     assert "with the KV cache" in out and "recomputing" in out and "tokens/s" in out
     assert all(f"num_kv_heads = {g:>2}" in out for g in (4, 1))
+
+
+def test_benchmark_prints_lesson_10_training_for_both_tasks_and_layer_counts(bench, capsys):
+    assert bench.bench_layers(repeat=1) in (True, False)
+    out = capsys.readouterr().out
+    assert out.count("adjective ") == 2 and out.count("induction ") == 2 and "accuracy" in out

@@ -643,6 +643,58 @@ IMPLEMENTATIONS = {
                 return one_hot.T @ dX.reshape(-1, dX.shape[-1]), dX.sum(axis=0)
             """),
     ],
+    "residual_attention_backward": [
+        Impl("no residual gradient", """
+            def residual_attention_backward(X, W_q, W_k, W_v, W_o, num_heads, d_out, mask=None):
+                return multi_head_attention_backward(X, W_q, W_k, W_v, W_o, num_heads, d_out, mask)
+            """, feedback="dX is missing the residual's gradient"),
+        Impl("only the residual", """
+            def residual_attention_backward(X, W_q, W_k, W_v, W_o, num_heads, d_out, mask=None):
+                grads = multi_head_attention_backward(X, W_q, W_k, W_v, W_o, num_heads, d_out, mask)
+                grads["X"] = d_out
+                return grads
+            """, feedback="dX is only the residual's gradient"),
+        Impl("copy, then add", """
+            def residual_attention_backward(X, W_q, W_k, W_v, W_o, num_heads, d_out, mask=None):
+                grads = dict(multi_head_attention_backward(X, W_q, W_k, W_v, W_o, num_heads, d_out, mask=mask))
+                dX = d_out.copy()
+                dX += grads["X"]
+                grads["X"] = dX
+                return grads
+            """),
+    ],
+    "ablated_stack": [
+        Impl("one layer too late", """
+            def ablated_stack(X, layers, num_heads, layer, positions, mask=None):
+                for i, W in enumerate(layers):
+                    out, weights = multi_head_attention(X, *W, num_heads, mask)
+                    if i == layer:
+                        out = out.copy()
+                        for b in range(len(X)):
+                            out[b, positions[b]] = 0
+                    X = X + out
+                return X, weights
+            """, feedback="one layer too late"),
+        Impl("stream zeroed", """
+            def ablated_stack(X, layers, num_heads, layer, positions, mask=None):
+                for l, W in enumerate(layers, start=1):
+                    out, weights = multi_head_attention(X, *W, num_heads, mask)
+                    X = X + out
+                    if l == layer:
+                        for b in range(len(X)):
+                            X[b, positions[b]] = 0.0
+                return X, weights
+            """, feedback="the whole residual stream was zeroed"),
+        Impl("np.where", """
+            def ablated_stack(X, layers, num_heads, layer, positions, mask=None):
+                chosen = np.zeros(X.shape[:2], dtype=bool)
+                np.put_along_axis(chosen, positions, True, axis=1)
+                for l in range(1, len(layers) + 1):
+                    out, weights = multi_head_attention(X, *layers[l - 1], num_heads, mask)
+                    X = X + (np.where(chosen[:, :, None], 0.0, out) if l == layer else out)
+                return X, weights
+            """),
+    ],
     "causal_online_softmax_attention": [
         Impl("no mask", """
             def causal_online_softmax_attention(Q, K, V, block_size=128):
@@ -1511,9 +1563,11 @@ def test_every_seeds_hidden_cases_pass_the_reference_and_name_every_catalogued_m
 
 @pytest.mark.parametrize("name", sorted(EXERCISES))
 def test_hidden_shapes_vary_between_seeds(name):
-    def shape(a):       # arrays by shape, a dict of arrays (a KV cache) by its arrays' shapes
+    def shape(a):       # arrays by shape; a dict (a KV cache) or a list of arrays by their shapes
         if isinstance(a, dict):
             return tuple(sorted((key, shape(value)) for key, value in a.items()))
+        if isinstance(a, (list, tuple)):
+            return tuple(shape(x) for x in a)
         return np.shape(a) if isinstance(a, np.ndarray) else a
 
     def shapes(seed):   # array arguments by shape, numbers (sizes, head counts) by value
