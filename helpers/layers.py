@@ -271,19 +271,7 @@ def check_arguments(task, num_heads, d_model, scale, steps, seed, num_layers, po
     if task not in TASKS:
         raise ValueError(f"{where}: num_layers={num_layers} needs a pointer task, one of "
                          f"{sorted(TASKS)}; got task {task!r} (its readout names a word)")
-    for name, value in (("num_heads", num_heads), ("d_model", d_model)):
-        if not _whole(value):
-            raise TypeError(f"{where}: {name} must be a whole number, got {value!r}")
-        if value <= 0:
-            raise ValueError(f"{where}: {name} must be positive, got {name}={value}")
-    if d_model % num_heads:
-        raise ValueError(f"{where}: d_model={d_model} is not divisible by num_heads={num_heads}")
-    if not isinstance(scale, (bool, np.bool_)):
-        raise TypeError(f"{where}: scale must be True or False, got {scale!r}")
-    if steps is not None and not (_whole(steps) and steps > 0):
-        raise ValueError(f"{where}: steps must be a positive whole number or None, got {steps!r}")
-    if not (_whole(seed) and seed >= 0):
-        raise ValueError(f"{where}: seed must be a whole number >= 0, got {seed!r}")
+    training.check_model_arguments(where, num_heads, d_model, scale, steps, seed)
     if str(dtype) not in training.DTYPES and dtype not in (np.float64, np.float32):
         raise ValueError(f"{where}: dtype must be one of {training.DTYPES}, got {dtype!r}")
     if not (_whole(num_layers) and num_layers >= 1):

@@ -215,11 +215,8 @@ def _whole(value):
     return isinstance(value, (int, np.integer)) and not isinstance(value, bool)
 
 
-def check_arguments(task, num_heads, d_model, scale, steps, seed, dtype):
-    """Raise a clear ValueError/TypeError for a bad argument of :func:`train_attention`."""
-    where = "train_attention"
-    if task not in TASKS:
-        raise ValueError(f"{where}: unknown task {task!r}; the tasks are {sorted(TASKS)}")
+def check_model_arguments(where, num_heads, d_model, scale, steps, seed):
+    """Raise a clear ValueError/TypeError for a bad size, scale, step count or seed."""
     for name, value in (("num_heads", num_heads), ("d_model", d_model)):
         if not _whole(value):
             raise TypeError(f"{where}: {name} must be a whole number, got {value!r}")
@@ -233,6 +230,14 @@ def check_arguments(task, num_heads, d_model, scale, steps, seed, dtype):
         raise ValueError(f"{where}: steps must be a positive whole number or None, got {steps!r}")
     if not (_whole(seed) and seed >= 0):
         raise ValueError(f"{where}: seed must be a whole number >= 0, got {seed!r}")
+
+
+def check_arguments(task, num_heads, d_model, scale, steps, seed, dtype):
+    """Raise a clear ValueError/TypeError for a bad argument of :func:`train_attention`."""
+    where = "train_attention"
+    if task not in TASKS:
+        raise ValueError(f"{where}: unknown task {task!r}; the tasks are {sorted(TASKS)}")
+    check_model_arguments(where, num_heads, d_model, scale, steps, seed)
     if str(dtype) not in DTYPES and dtype not in (np.float64, np.float32):
         raise ValueError(f"{where}: dtype must be one of {DTYPES}, got {dtype!r}")
 
