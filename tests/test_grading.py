@@ -1796,6 +1796,41 @@ def test_ctrl_c_stops_the_run_and_kills_every_kernel(spawning_notebook):
     assert _wait_until(lambda: not _tagged(tag), 5), "processes left behind"
 
 
+# Ctrl-C's SIGINT goes to whichever thread the operating system picks; this sends it to
+# the thread that waits on the notebook's worker, not to the main thread.
+SIGINT_TO_A_WORKER_THREAD = textwrap.dedent('''
+    import signal, sys, threading
+    from helpers.instructor.grading import runner
+
+    def press_ctrl_c_in_a_worker_thread():
+        sys.stdin.readline()          # the test says when the notebook is deep in its run
+        grader = next(t for t in threading.enumerate() if t.name.startswith("grader"))
+        signal.pthread_kill(grader.ident, signal.SIGINT)
+
+    threading.Thread(target=press_ctrl_c_in_a_worker_thread, daemon=True).start()
+    try:
+        runner.grade_many([sys.argv[1]], timeout=600, run_all=True)
+    except KeyboardInterrupt:
+        sys.exit(130)
+    sys.exit(0)
+''')
+
+
+def test_ctrl_c_received_by_a_worker_thread_still_stops_the_run(spawning_notebook):
+    path, tag, env = spawning_notebook
+    grader = subprocess.Popen([sys.executable, "-c", SIGINT_TO_A_WORKER_THREAD, str(path)],
+                              cwd=ROOT, env=env, stdin=subprocess.PIPE, text=True)
+    try:
+        assert _wait_until(lambda: _sleeping(tag), 90)
+        grader.stdin.write("go\n")
+        grader.stdin.flush()
+        grader.wait(timeout=60)
+    finally:
+        grader.kill()
+    assert grader.returncode == 130
+    assert _wait_until(lambda: not _tagged(tag), 5), "processes left behind"
+
+
 # ------------------------------------------------------------ command line, no kernel needed
 def grade_cli(*args, cwd=ROOT):
     return subprocess.run([sys.executable, "-m", "helpers.grade", *args], cwd=cwd,

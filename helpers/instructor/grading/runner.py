@@ -31,7 +31,7 @@ import tempfile
 import threading
 import time
 import warnings
-from concurrent.futures import ThreadPoolExecutor, as_completed
+from concurrent.futures import FIRST_COMPLETED, ThreadPoolExecutor, wait
 from pathlib import Path
 
 from . import kernel, worker
@@ -194,6 +194,20 @@ def grade_one(path, timeout=DEFAULT_TIMEOUT, seed=0, label=None, run_all=False, 
     return fill_row(row, run, numbers, syntax_errors(nb), cells, timeout)
 
 
+def _as_completed(futures, poll=0.2):
+    """``as_completed``, waking every ``poll`` seconds so that Ctrl-C is never missed.
+
+    The operating system may deliver Ctrl-C's SIGINT to a worker thread (one waiting
+    on its process); Python then raises KeyboardInterrupt in the main thread only when
+    that thread next runs. A main thread blocked with no time limit would wait for
+    the whole notebook first.
+    """
+    pending = set(futures)
+    while pending:
+        done, pending = wait(pending, timeout=poll, return_when=FIRST_COMPLETED)
+        yield from done
+
+
 def grade_many(submissions, timeout=DEFAULT_TIMEOUT, jobs=1, seed=0, progress=None, run_all=False):
     """Grade ``submissions`` (notebook paths), ``jobs`` at a time; rows in the same order.
 
@@ -216,7 +230,7 @@ def grade_many(submissions, timeout=DEFAULT_TIMEOUT, jobs=1, seed=0, progress=No
     pool = ThreadPoolExecutor(max_workers=max(1, int(jobs)), thread_name_prefix="grader")
     try:
         futures = {pool.submit(one, path): i for i, path in enumerate(submissions)}
-        for done, future in enumerate(as_completed(futures), start=1):
+        for done, future in enumerate(_as_completed(futures), start=1):
             row, seconds = future.result()
             rows[futures[future]] = row
             if progress:
