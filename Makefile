@@ -1,7 +1,7 @@
 # Self-Attention & Multi-Head -- the course's commands.
 #   make lab          create .venv if missing, install, open JupyterLab on the course
 #   make test         create or update .venv, run every test (on every core: pytest-xdist)
-#   make test-fast    the same without the slow modules (release, grading, nbgrader, browser)
+#   make test-fast    the same without the slow modules (grading, nbgrader, browser, website)
 #   make test-lesson L=03   one lesson: its notebooks (both folders) and its tests/*lesson03* files
 #   make student      refresh the Colab badge + setup cell of solutions/, regenerate notebooks/
 #   make bench        print timings and memory figures (a benchmark, never a test)

@@ -9,7 +9,8 @@ whole on one worker. Two things make that fast:
   d_model = 128 runs took five times longer so on a busy 2-core machine). Set
   OPENBLAS_NUM_THREADS (or OMP_NUM_THREADS) yourself to override.
 - the longest files first, so that no worker is left with a long file at the end:
-  modules marked ``slow`` (each runs many notebooks), then the lessons' notebooks, later
+  modules marked ``slow`` or ``runs_notebooks`` (each runs many notebooks), then the
+  solution notebooks, later
   lessons first (they run longer), then the unit-test modules, most tests first.
   Lessons are found, never listed: a new lesson's notebooks take their place by name.
 """
@@ -28,7 +29,7 @@ def pytest_collection_modifyitems(items):
     files = {}
     for item in items:
         entry = files.setdefault(_file_of(item), {"slow": False, "count": 0})
-        entry["slow"] |= item.get_closest_marker("slow") is not None
+        entry["slow"] |= any(item.get_closest_marker(m) for m in ("slow", "runs_notebooks"))
         entry["count"] += 1
 
     def rank(file):
