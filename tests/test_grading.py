@@ -1780,11 +1780,20 @@ def test_timeout_kills_the_kernel_and_everything_it_started(spawning_notebook):
     assert _wait_until(lambda: not _tagged(tag), 5), "processes left behind"
 
 
+def _ctrl_c_as_in_a_terminal():
+    """In the grader's process: SIGINT's default action, even when the test run ignores it.
+
+    A command started in the background by a shell without job control (``make test &``
+    in a script) ignores SIGINT, and so would the grader it starts.
+    """
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+
+
 def test_ctrl_c_stops_the_run_and_kills_every_kernel(spawning_notebook):
     path, tag, env = spawning_notebook
     grader = subprocess.Popen([sys.executable, "-m", "helpers.grade", "--run-all", str(path)],
                               cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                              text=True)
+                              text=True, preexec_fn=_ctrl_c_as_in_a_terminal)
     try:
         # wait for the notebook's child process: then the kernel is deep in the notebook
         assert _wait_until(lambda: _sleeping(tag), 90)
@@ -1819,7 +1828,8 @@ SIGINT_TO_A_WORKER_THREAD = textwrap.dedent('''
 def test_ctrl_c_received_by_a_worker_thread_still_stops_the_run(spawning_notebook):
     path, tag, env = spawning_notebook
     grader = subprocess.Popen([sys.executable, "-c", SIGINT_TO_A_WORKER_THREAD, str(path)],
-                              cwd=ROOT, env=env, stdin=subprocess.PIPE, text=True)
+                              cwd=ROOT, env=env, stdin=subprocess.PIPE, text=True,
+                              preexec_fn=_ctrl_c_as_in_a_terminal)
     try:
         assert _wait_until(lambda: _sleeping(tag), 90)
         grader.stdin.write("go\n")
