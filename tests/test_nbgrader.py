@@ -4,8 +4,8 @@ Every lesson goes into one nbgrader assignment, in a course folder outside the
 repository (with the course's ``nbgrader_config.py``). ``nbgrader
 generate_assignment`` releases it; three learners submit it: one filled in every
 exercise cell with the solution's code, one handed the release back untouched, one
-made the lesson's last exercise wrong (its function returns something else);
-``nbgrader autograde`` grades them.
+made the lesson's last exercise wrong (its function returns something else); the last
+two hand in their notebook up to its last graded cell. ``nbgrader autograde`` grades them.
 
 nbgrader 0.9 needs JupyterLab 4 / Notebook 7, so it lives in its own environment,
 ``.venv-nbgrader`` (``make nbgrader``). Without it these tests are skipped, or
@@ -99,6 +99,20 @@ def solution_cells(nb):
             if c.metadata.get("nbgrader", {}).get("solution")}
 
 
+def up_to_the_last_graded_cell(nb):
+    """``nb`` without the cells after its last nbgrader cell: they cannot change a grade.
+
+    The untouched and wrong learners hand these in (the solution learner hands in the
+    whole notebook, so each lesson still runs whole under nbgrader once): nbgrader's
+    grades come from its grade cells only, and a learner may delete other cells. It
+    saves a second and third run of lessons 08-10's training cells.
+    """
+    graded = [i for i, c in enumerate(nb.cells) if c.metadata.get("nbgrader", {}).get("grade")]
+    trimmed = nbformat.from_dict(json.loads(json.dumps(nb)))
+    trimmed.cells = trimmed.cells[:graded[-1] + 1]
+    return trimmed
+
+
 def submit(course, student, lesson, nb):
     folder = course / "submitted" / student / ASSIGNMENT
     folder.mkdir(parents=True, exist_ok=True)
@@ -118,14 +132,14 @@ def graded(nbgrader_bin, tmp_path_factory):
     releases = {p.stem: read(course / "release" / ASSIGNMENT / p.name) for p in SOLUTIONS}
     for lesson in GRADED:
         release, solution = releases[lesson], solution_cells(read(source / f"{lesson}.ipynb"))
-        submit(course, "untouched", lesson, release)
+        submit(course, "untouched", lesson, up_to_the_last_graded_cell(release))
         right = nbformat.from_dict(json.loads(json.dumps(release)))
         for grade_id, cell in solution_cells(right).items():
             cell.source = solution[grade_id].source
         submit(course, "solution", lesson, right)
         last = LESSONS[lesson][-1].name
         solution_cells(right)[last].source += "\n" + WRONG.format(name=last)
-        submit(course, "wrong", lesson, right)
+        submit(course, "wrong", lesson, up_to_the_last_graded_cell(right))
     run(nbgrader_bin, course, nbgrader_bin / "nbgrader", "autograde", ASSIGNMENT, "--create",
         "--force", "--ExecutePreprocessor.timeout=600")
     scores = json.loads(run(nbgrader_bin, course, nbgrader_bin / "python", "-c", SCORES, ASSIGNMENT))
