@@ -10,6 +10,7 @@ import numpy as np
 import pytest
 
 from helpers import corpus_adjective, corpus_induction, layers, training
+from finite_differences import central_differences
 
 
 # ----------------------------------------------------------------- the adjective corpus
@@ -147,17 +148,6 @@ def test_keeping_zero_at_every_position_removes_the_layer():
 
 
 # ----------------------------------------------------------------- the whole model's gradient
-def central_differences(f, x, eps=1e-6):
-    """(f(x + eps e_i) - f(x - eps e_i)) / (2 eps) for every entry i (written here, on purpose)."""
-    grad = np.zeros_like(x)
-    for i in np.ndindex(x.shape):
-        plus, minus = x.copy(), x.copy()
-        plus[i] += eps
-        minus[i] -= eps
-        grad[i] = (f(plus) - f(minus)) / (2 * eps)
-    return grad
-
-
 @pytest.mark.parametrize("num_layers, num_heads, scale, task",
                          [(2, 1, True, "adjective"), (2, 2, True, "adjective"), (2, 2, False, "adjective"),
                           (3, 1, True, "adjective"), (1, 2, True, "adjective"), (2, 2, True, "induction")])

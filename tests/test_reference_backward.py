@@ -18,19 +18,9 @@ import pytest
 
 import autodiff as ad
 from helpers import reference as ref
+from finite_differences import central_differences
 
 TIGHT = dict(rtol=1e-10, atol=1e-10)          # reference vs automatic differentiation, float64
-
-
-def central_differences(f, x, eps=1e-6):
-    """Gradient of the scalar f at x, one entry at a time (written here, not the reference's)."""
-    g = np.zeros_like(x, dtype=float)
-    for i in np.ndindex(*x.shape):
-        up, down = x.copy(), x.copy()
-        up[i] += eps
-        down[i] -= eps
-        g[i] = (f(up) - f(down)) / (2 * eps)
-    return g
 
 
 def random_mask(rng, shape, empty_rows=()):

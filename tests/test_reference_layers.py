@@ -8,16 +8,7 @@ import numpy as np
 import pytest
 
 from helpers.reference import ablated_stack, residual_attention_backward
-
-
-def central_differences(f, x, eps=1e-6):
-    grad = np.zeros_like(x)
-    for i in np.ndindex(x.shape):
-        plus, minus = x.copy(), x.copy()
-        plus[i] += eps
-        minus[i] -= eps
-        grad[i] = (f(plus) - f(minus)) / (2 * eps)
-    return grad
+from finite_differences import central_differences
 
 
 def layer_output(X, W_q, W_k, W_v, W_o, num_heads, mask=None):

@@ -10,6 +10,7 @@ import pytest
 
 from helpers import training
 from helpers.corpus import Split
+from finite_differences import central_differences
 
 VOCAB = 85
 
@@ -99,17 +100,6 @@ def test_dtype_is_kept_in_every_parameter(dtype):
 
 
 # ----------------------------------------------------------------- the whole model's gradient
-def central_differences(f, x, eps=1e-6):
-    """(f(x + eps e_i) - f(x - eps e_i)) / (2 eps) for every entry i (written here, on purpose)."""
-    grad = np.zeros_like(x)
-    for i in np.ndindex(x.shape):
-        plus, minus = x.copy(), x.copy()
-        plus[i] += eps
-        minus[i] -= eps
-        grad[i] = (f(plus) - f(minus)) / (2 * eps)
-    return grad
-
-
 def tiny_setup(num_relations, seed=0):
     corpus = training.load_corpus()
     rng = np.random.default_rng(seed)

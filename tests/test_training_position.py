@@ -10,6 +10,7 @@ import numpy as np
 import pytest
 
 from helpers import position_tasks, positional, training
+from finite_differences import central_differences
 
 SHIFTS = (0, 1, 2, 4, 8)
 
@@ -120,16 +121,6 @@ def test_rope_scores_depend_only_on_the_offset_between_two_words():
 
 
 # ----------------------------------------------------------------- the gradients
-def central_differences(f, x, eps=1e-6):
-    grad = np.zeros_like(x)
-    for i in np.ndindex(x.shape):
-        plus, minus = x.copy(), x.copy()
-        plus[i] += eps
-        minus[i] -= eps
-        grad[i] = (f(plus) - f(minus)) / (2 * eps)
-    return grad
-
-
 @pytest.mark.parametrize("position, num_heads", [("none", 1), ("sinusoidal", 2), ("rope", 2)])
 def test_every_gradient_matches_central_differences(position, num_heads):
     corpus = positional.padded_corpus(training.load_corpus(), 2)
