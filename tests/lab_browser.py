@@ -11,6 +11,7 @@ Used by ``tests/test_browser.py``. Nothing here is learner-facing.
   moves sliders with the keyboard and compares the figures before and after.
 """
 
+import contextlib
 import json
 import os
 import secrets
@@ -34,6 +35,18 @@ def find_chromium():
         path = shutil.which(os.environ["CHROMIUM"])
         return path if path and os.access(path, os.X_OK) else None
     return next((shutil.which(name) for name in CHROMIUM_NAMES if shutil.which(name)), None)
+
+
+@contextlib.contextmanager
+def launched_chromium():
+    """A headless Chromium driven by Playwright (the system's: :func:`find_chromium`), closed after."""
+    from playwright.sync_api import sync_playwright
+    with sync_playwright() as playwright:
+        chromium = playwright.chromium.launch(executable_path=find_chromium(), args=CHROMIUM_FLAGS)
+        try:
+            yield chromium
+        finally:
+            chromium.close()
 
 
 def unavailable_reason(python=sys.executable):

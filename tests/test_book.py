@@ -210,14 +210,8 @@ def server(site):
 
 @pytest.fixture(scope="module")
 def browser(server):
-    from playwright.sync_api import sync_playwright
-    with sync_playwright() as playwright:
-        chromium = playwright.chromium.launch(executable_path=lab_browser.find_chromium(),
-                                              args=lab_browser.CHROMIUM_FLAGS)
-        try:
-            yield chromium
-        finally:
-            chromium.close()
+    with lab_browser.launched_chromium() as chromium:
+        yield chromium
 
 
 @pytest.fixture(scope="module")

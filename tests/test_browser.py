@@ -113,14 +113,8 @@ def lab(course_copy, tmp_path_factory):
 
 @pytest.fixture(scope="module")
 def browser(lab):
-    from playwright.sync_api import sync_playwright
-    with sync_playwright() as playwright:
-        chromium = playwright.chromium.launch(executable_path=lab_browser.find_chromium(),
-                                              args=lab_browser.CHROMIUM_FLAGS)
-        try:
-            yield chromium
-        finally:
-            chromium.close()
+    with lab_browser.launched_chromium() as chromium:
+        yield chromium
 
 
 @pytest.fixture
