@@ -35,10 +35,14 @@ $(STAMP): requirements.txt pyproject.toml
 lab: $(STAMP)
 	$(VENV)/bin/jupyter lab notebooks/$(if $(filter 0,$(shell id -u 2>/dev/null)), --allow-root)
 
+# Bytecode for helpers/ first: a hundred kernels import it during a run, and where
+# PYTHONDONTWRITEBYTECODE is set (as on CI) each would compile it again.
 test: $(STAMP)
+	$(PY) -m compileall -q helpers
 	$(PY) -m pytest
 
 test-fast: $(STAMP)
+	$(PY) -m compileall -q helpers
 	$(PY) -m pytest -m "not slow"
 
 # The lesson is found by its number: notebooks/L_*.ipynb, solutions/L_*.ipynb, tests/test_*lessonL*.py.
@@ -91,7 +95,9 @@ $(OLDEST)/.installed: requirements.txt pyproject.toml constraints-oldest.txt req
 	@touch $@
 
 test-oldest: $(OLDEST)/.installed
+	$(OLDEST)/bin/python -m compileall -q helpers
 	COURSE_OLDEST=1 SCREENSHOTS_DIR=screenshots/oldest $(OLDEST)/bin/python -m pytest
 
 clean:
 	rm -rf $(VENV) $(OLDEST) $(NBGRADER) .pytest_cache _build
+	find helpers -name __pycache__ -prune -exec rm -rf {} +
