@@ -8,6 +8,10 @@ whole on one worker. Two things make that fast:
   a second BLAS thread per process only fights the other workers for it (lesson 08's
   d_model = 128 runs took five times longer so on a busy 2-core machine). Set
   OPENBLAS_NUM_THREADS (or OMP_NUM_THREADS) yourself to override.
+- training computed once per run (helpers/run_cache.py). The student notebooks and the
+  solutions of lessons 08-10 train the same models; every notebook kernel of the run gets
+  one shared folder (COURSE_RUN_CACHE), so the first to train a model stores it and the
+  other reads it. The unit tests never see it: they always train.
 - the longest files first, so that no worker is left with a long file at the end:
   modules marked ``slow`` or ``runs_notebooks`` (each runs many notebooks), then the
   solution notebooks, later
@@ -16,9 +20,41 @@ whole on one worker. Two things make that fast:
 """
 
 import os
+import shutil
+import tempfile
+
+import pytest
 
 for _name in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS"):
     os.environ.setdefault(_name, "1")     # before numpy loads; kernels inherit it
+
+# The run's shared training folder: made by the process that starts the run, inherited by
+# the pytest-xdist workers, removed at the end.
+RUN_CACHE_ENV = "COURSE_RUN_CACHE"        # helpers.run_cache.ENV
+_MADE_HERE = RUN_CACHE_ENV not in os.environ
+if _MADE_HERE:
+    os.environ[RUN_CACHE_ENV] = tempfile.mkdtemp(prefix="course-run-cache-")
+RUN_CACHE = os.environ[RUN_CACHE_ENV]
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_runtest_setup(item):
+    """Notebook kernels (nbval starts one with a notebook's first cell) get the folder."""
+    if str(item.fspath).endswith(".ipynb"):
+        os.environ[RUN_CACHE_ENV] = RUN_CACHE
+    else:
+        os.environ.pop(RUN_CACHE_ENV, None)
+
+
+def pytest_unconfigure(config):
+    if _MADE_HERE:
+        shutil.rmtree(RUN_CACHE, ignore_errors=True)
+
+
+@pytest.fixture(scope="session")
+def notebook_kernel_env():
+    """The environment of a notebook kernel a test starts itself: with the shared training."""
+    return {**os.environ, RUN_CACHE_ENV: RUN_CACHE}
 
 
 def _file_of(item):

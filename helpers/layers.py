@@ -26,7 +26,7 @@ import functools
 
 import numpy as np
 
-from . import corpus_adjective, corpus_induction, reference, training
+from . import corpus_adjective, corpus_induction, reference, run_cache, training
 
 # ----------------------------------------------------------------- hyperparameters
 TASKS = {
@@ -322,6 +322,7 @@ def train(task, *, num_heads=1, d_model=32, scale=True, steps=None, seed=0, num_
 
 
 # ------------------------------------------------- lesson 08's model on lesson 10's corpus
+@run_cache.shared     # tests only: computed once per test run (helpers/run_cache.py)
 def train_word_readout(task="adjective", *, steps=1000, seed=0, d_model=32):
     """Lesson 08's one-layer model *with its word-naming readout*, trained on ``task``'s corpus.
 

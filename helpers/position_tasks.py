@@ -11,7 +11,7 @@ trained, so it cannot even be run there.
 
 import numpy as np
 
-from . import positional, reference, training
+from . import positional, reference, run_cache, training
 
 VOCAB = 16            # random tokens 0..15
 TRAIN_LENGTH = 16     # tokens per training sequence
@@ -74,6 +74,7 @@ def accuracy(params, num_heads, position, length, seed=1):
     return float(np.mean(np.argmax(logits, axis=-1) == tokens[:, :-OFFSET]))
 
 
+@run_cache.shared     # tests only: computed once per test run (helpers/run_cache.py)
 def train_two_back(position, *, lengths=(16, 24, 64), num_heads=1, d_model=32, steps=STEPS, seed=0):
     """Train on sequences of TRAIN_LENGTH tokens; measure the accuracy at each length.
 

@@ -30,6 +30,7 @@ import numpy as np
 from . import corpus as corpus_module
 from . import positional
 from . import reference
+from . import run_cache
 
 # ----------------------------------------------------------------- hyperparameters
 BATCH_SIZE = 16            # sentences per step
@@ -242,6 +243,7 @@ def check_arguments(task, num_heads, d_model, scale, steps, seed, dtype):
         raise ValueError(f"{where}: dtype must be one of {DTYPES}, got {dtype!r}")
 
 
+@run_cache.shared     # tests only: computed once per test run (helpers/run_cache.py)
 def train_attention(task, *, num_heads=1, d_model=32, scale=True, steps=None, seed=0,
                     dtype="float64", position="learned", shifts=None, num_layers=1):
     """Train the one-layer attention model on a task; evaluate it on held-out sentences.

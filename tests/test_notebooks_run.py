@@ -9,6 +9,9 @@ error and that the release leaves out nothing it needs.
 here (one test per lesson; a failure names the cell and shows its traceback).
 ``make test-lesson L=03`` and ``pytest notebooks/03_*.ipynb`` still run a student
 notebook with nbval, cell by cell.
+
+Lessons 08-10 train the same models here as in ``solutions/``: whichever kernel trains a
+model first stores it for the other (``helpers/run_cache.py``, ``conftest.py``).
 """
 
 import subprocess
@@ -19,7 +22,7 @@ import nbformat
 import pytest
 from nbclient import NotebookClient
 
-from helpers import course
+from helpers import course, run_cache
 
 ROOT = Path(__file__).resolve().parents[1]
 pytestmark = pytest.mark.runs_notebooks   # long: scheduled early (conftest.py), still in test-fast
@@ -42,10 +45,18 @@ def test_released_notebook_is_the_student_notebook(released, name):
         f"the release of notebooks/{name} differs from it: the run below would not test it"
 
 
+def test_released_helpers_share_training_with_the_courses(released):
+    # The student notebooks train with the released helpers, the solutions with these: the
+    # same code version, or nothing trained once would be shared (helpers/run_cache.py).
+    assert run_cache.code_version(released / "helpers") == run_cache.code_version(ROOT / "helpers")
+
+
 @pytest.mark.parametrize("name", NAMES)
-def test_student_notebook_runs_top_to_bottom_with_only_the_released_helpers(released, name):
+def test_student_notebook_runs_top_to_bottom_with_only_the_released_helpers(released, name,
+                                                                           notebook_kernel_env):
     nb = nbformat.read(str(released / "notebooks" / name), as_version=4)
     nb.cells.append(nbformat.v4.new_code_cell(
         f"import helpers\nassert helpers.__file__.startswith({str(released)!r}), helpers.__file__"))
     NotebookClient(nb, timeout=600, kernel_name="python3",
-                   resources={"metadata": {"path": str(released / "notebooks")}}).execute()
+                   resources={"metadata": {"path": str(released / "notebooks")}}
+                   ).execute(env=notebook_kernel_env)    # training shared with solutions/ (conftest.py)

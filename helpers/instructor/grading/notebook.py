@@ -15,6 +15,7 @@ later cell that rebinds the name changes nothing.
 """
 
 import ast
+import functools
 import re
 import sys
 from pathlib import Path
@@ -45,6 +46,7 @@ def lessons():
 
 
 # ----------------------------------------------------------------- one cell
+@functools.lru_cache(maxsize=4096)   # each cell is read several times, in up to hundreds of notebooks
 def python_source(source):
     """A cell's source as plain Python, and whether it was a cell magic's body.
 
