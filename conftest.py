@@ -37,13 +37,22 @@ if _MADE_HERE:
 RUN_CACHE = os.environ[RUN_CACHE_ENV]
 
 
+_MPLBACKEND = os.environ.get("MPLBACKEND")
+
+
 @pytest.hookimpl(tryfirst=True)
 def pytest_runtest_setup(item):
-    """Notebook kernels (nbval starts one with a notebook's first cell) get the folder."""
+    """nbval's kernels (started with a notebook's first cell) get the shared training folder,
+    and draw figures off-screen: nbval compares no output, and rendering PNGs nobody reads
+    was up to a quarter of a lesson's run. (The student notebooks' own run keeps the inline figures.)
+    """
     if str(item.fspath).endswith(".ipynb"):
         os.environ[RUN_CACHE_ENV] = RUN_CACHE
+        os.environ["MPLBACKEND"] = _MPLBACKEND or "agg"
     else:
         os.environ.pop(RUN_CACHE_ENV, None)
+        if _MPLBACKEND is None:
+            os.environ.pop("MPLBACKEND", None)
 
 
 def pytest_unconfigure(config):

@@ -20,11 +20,10 @@ course's ``helpers`` importable wherever the submission lives.
 
 import json
 import os
+import queue
 import subprocess
 import sys
 from pathlib import Path
-
-from .notebook import nbformat
 
 COURSE_ROOT = Path(__file__).resolve().parents[3]   # the folder that holds `helpers/`
 RUN_NOTEBOOK = "run.ipynb"
@@ -58,7 +57,7 @@ def kernel_env(workdir):
 
 def kernel_manager(workdir):
     """A kernel manager for the ``python3`` kernel of *this* interpreter."""
-    from jupyter_client import AsyncKernelManager
+    from jupyter_client import KernelManager
     from jupyter_client.kernelspec import KernelSpec, KernelSpecManager
 
     class ThisPython(KernelSpecManager):
@@ -67,7 +66,7 @@ def kernel_manager(workdir):
                               display_name="Python 3 (grader)", language="python",
                               env=kernel_env(workdir))
 
-    return AsyncKernelManager(kernel_name="python3", kernel_spec_manager=ThisPython())
+    return KernelManager(kernel_name="python3", kernel_spec_manager=ThisPython())
 
 
 def _log(workdir, record):
@@ -76,48 +75,74 @@ def _log(workdir, record):
         f.flush()
 
 
-def execute(nb, workdir):
-    """Run ``nb`` in a fresh kernel with ``workdir`` as its folder; return the problem or None.
+def read_cells(path):
+    """``[(cell_type, source)]`` of the notebook at ``path`` (plain JSON: no nbformat needed)."""
+    with open(path, encoding="utf-8") as f:
+        nb = json.load(f)
+    return [(cell.get("cell_type"), "".join(cell.get("source", ""))) for cell in nb["cells"]]
 
-    Returns ``"died"``, ``"not started: ..."`` (the kernel failed before its first
-    cell), another description, or None when every cell ran.
+
+class _Died(Exception):
+    """The kernel stopped while a cell ran."""
+
+
+def _reply(client, manager, msg_id):
+    """Wait for the kernel's reply to ``msg_id`` (its outputs are not needed: results go to files)."""
+    while True:
+        try:
+            reply = client.get_shell_msg(timeout=1)
+        except queue.Empty:
+            if not manager.is_alive():
+                raise _Died()
+            continue
+        if reply.get("parent_header", {}).get("msg_id") == msg_id:
+            return reply
+
+
+def execute(cells, workdir):
+    """Run ``cells`` in a fresh kernel with ``workdir`` as its folder; return the problem or None.
+
+    Every cell is logged as it starts; a code cell that raises is logged and the run goes
+    on (as Run All with errors allowed). Returns ``"died"``, ``"not started: ..."`` (the
+    kernel failed before its first cell), or None when every cell ran.
     """
-    from nbclient import NotebookClient
-    from nbclient.exceptions import DeadKernelError
-
-    started = []
-
-    def on_cell_start(cell, cell_index):
-        started.append(cell_index)
-        _log(workdir, {"start": cell_index})
-
-    def on_cell_executed(cell, cell_index, execute_reply):
-        content = execute_reply.get("content", {}) if execute_reply else {}
-        if content.get("status") == "error":
-            _log(workdir, {"error": cell_index,
-                           "message": f"{content.get('ename')}: {content.get('evalue')}"})
-
-    client = NotebookClient(nb, km=kernel_manager(workdir), timeout=None, allow_errors=True,
-                            record_timing=False, shutdown_kernel="immediate", startup_timeout=120,
-                            resources={"metadata": {"path": str(workdir)}},
-                            on_cell_start=on_cell_start, on_cell_executed=on_cell_executed)
+    manager = kernel_manager(workdir)
     try:
-        # cleanup_kc: shut the kernel down at the end (nbclient leaves a kernel manager it
-        # was given alone otherwise). The kernel process's own stdout/stderr (start-up
-        # warnings, not the cells' output, which arrives by messages) would only clutter.
-        client.execute(cleanup_kc=True, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    except DeadKernelError:
+        manager.start_kernel(cwd=str(workdir), stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    except Exception as exc:
+        return f"not started: {type(exc).__name__}: {exc}"
+    client = manager.client()
+    client.start_channels()
+    try:
+        try:
+            client.wait_for_ready(timeout=120)
+        except Exception as exc:   # it died at start, or never answered
+            return f"not started: {type(exc).__name__}: {exc}"
+        for index, (cell_type, source) in enumerate(cells):
+            _log(workdir, {"start": index})
+            if cell_type != "code" or not source.strip():
+                continue
+            msg_id = client.execute(source, allow_stdin=False, stop_on_error=False)
+            content = _reply(client, manager, msg_id).get("content", {})
+            if content.get("status") == "error":
+                _log(workdir, {"error": index,
+                               "message": f"{content.get('ename')}: {content.get('evalue')}"})
+    except _Died:
         return "died"
-    except Exception as exc:   # the kernel failed to start, protocol trouble ...
-        return f"{'not started: ' if not started else ''}{type(exc).__name__}: {exc}"
+    except Exception as exc:   # protocol trouble
+        return f"{type(exc).__name__}: {exc}"
+    finally:
+        client.stop_channels()
+        if manager.has_kernel:
+            manager.shutdown_kernel(now=True)
     return None
 
 
 def main(workdir):
     workdir = Path(workdir)
-    nb = nbformat().read(str(workdir / RUN_NOTEBOOK), as_version=4)
+    cells = read_cells(workdir / RUN_NOTEBOOK)
     for _ in range(KERNEL_START_TRIES):
-        problem = execute(nb, workdir)
+        problem = execute(cells, workdir)
         # A kernel that failed to start is the machine's fault, not the submission's:
         # on a busy machine two kernels started at once can race for the same port.
         if not (problem or "").startswith("not started: "):
