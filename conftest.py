@@ -28,9 +28,10 @@ import pytest
 for _name in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS"):
     os.environ.setdefault(_name, "1")     # before numpy loads; kernels inherit it
 
+from helpers.run_cache import ENV as RUN_CACHE_ENV  # noqa: E402  (after the BLAS threads are set)
+
 # The run's shared training folder: made by the process that starts the run, inherited by
 # the pytest-xdist workers, removed at the end.
-RUN_CACHE_ENV = "COURSE_RUN_CACHE"        # helpers.run_cache.ENV
 _MADE_HERE = RUN_CACHE_ENV not in os.environ
 if _MADE_HERE:
     os.environ[RUN_CACHE_ENV] = tempfile.mkdtemp(prefix="course-run-cache-")

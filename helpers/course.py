@@ -18,6 +18,8 @@ from pathlib import Path
 REPOSITORY = "https://github.com/attention-course/self-attention-multi-head"
 #: The branch that the badges open.
 BRANCH = "main"
+#: What of ``helpers/`` stays with the instructor (paths inside ``helpers/``): never released.
+INSTRUCTOR_ONLY = ("instructor", "grade.py")
 
 COLAB_BADGE_IMAGE = "https://colab.research.google.com/assets/colab-badge.svg"
 BINDER_BADGE_IMAGE = "https://mybinder.org/badge_logo.svg"

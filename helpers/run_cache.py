@@ -24,6 +24,8 @@ from pathlib import Path
 
 import numpy as np
 
+from .course import INSTRUCTOR_ONLY
+
 try:
     import fcntl                    # POSIX: one kernel trains, the other waits for its result
 except ImportError:                 # Windows: both may train; the result is the same
@@ -38,9 +40,9 @@ def code_version(helpers=HELPERS):
     """A hash of every module in the ``helpers`` folder a learner gets (no instructor tools)."""
     h = hashlib.sha256(f"{platform.python_version()} numpy {np.__version__}".encode())
     for path in sorted(Path(helpers).rglob("*.py")):
-        relative = path.relative_to(helpers).as_posix()
-        if not relative.startswith(("instructor/", "grade.py")):
-            h.update(relative.encode() + b"\0" + path.read_bytes() + b"\0")
+        relative = path.relative_to(helpers)
+        if relative.parts[0] not in INSTRUCTOR_ONLY:
+            h.update(relative.as_posix().encode() + b"\0" + path.read_bytes() + b"\0")
     return h.hexdigest()
 
 

@@ -35,15 +35,13 @@ from helpers import course
 
 from .student import ROOT, student_text
 
-#: What of ``helpers/`` stays with the instructor (paths inside ``helpers/``).
-INSTRUCTOR_ONLY = ("instructor", "grade.py")
 #: Files copied as they are from the course's root.
 TOP_FILES = ("requirements.txt", "environment.yml", "pyproject.toml", "LICENSE")
 
 
 def _learner_file(relative):
     parts = Path(relative).parts
-    return (parts[0] not in INSTRUCTOR_ONLY and "__pycache__" not in parts
+    return (parts[0] not in course.INSTRUCTOR_ONLY and "__pycache__" not in parts
             and not relative.name.endswith((".pyc", ".pyo")))
 
 
