@@ -30,7 +30,7 @@ import pytest
 
 from helpers.checking import evaluate
 from helpers.exercises import EXERCISES, LESSONS
-from helpers.instructor.grading import kernel, notebook, runner
+from helpers.instructor.grading import kernel, notebook, runner, worker
 
 ROOT = Path(__file__).resolve().parents[1]
 pytestmark = pytest.mark.slow   # runs many whole notebooks: scheduled first (conftest.py)
@@ -1839,6 +1839,113 @@ def test_ctrl_c_received_by_a_worker_thread_still_stops_the_run(spawning_noteboo
         grader.kill()
     assert grader.returncode == 130
     assert _wait_until(lambda: not _tagged(tag), 5), "processes left behind"
+
+
+# ------------------------------------------------------------ the kernel server
+@pytest.fixture(scope="module")
+def kernel_server():
+    """The grader's kernel server, as a run starts it; its socket in the worker's variable."""
+    server = runner.KernelServer()
+    before = os.environ.get(worker.FORKSERVER_ENV)
+    os.environ[worker.FORKSERVER_ENV] = server.address
+    yield server
+    if before is None:
+        os.environ.pop(worker.FORKSERVER_ENV)
+    else:
+        os.environ[worker.FORKSERVER_ENV] = before
+    server.close()
+
+
+def _run_in_kernel(kernel_, code):
+    """Run ``code`` in a grading kernel; its reply's status ("ok" or "error")."""
+    reply = worker._reply(kernel_, kernel_.client.execute(code), timeout=60)
+    return reply["content"]["status"]
+
+
+def _started_kernel(workdir):
+    kernel_ = worker.Kernel(workdir)
+    worker._reply(kernel_, kernel_.client.kernel_info(), timeout=60)
+    return kernel_
+
+
+def test_a_kernel_sees_nothing_another_kernel_changed(kernel_server, tmp_path):
+    first = _started_kernel(tmp_path)
+    try:
+        assert _run_in_kernel(first, "import numpy, matplotlib\nnumpy.left_behind = 1\n"
+                                     "matplotlib.rcParams['lines.linewidth'] = 9.5\n"
+                                     "seen = 1") == "ok"
+    finally:
+        first.close()
+    second = _started_kernel(tmp_path)
+    try:
+        assert second.pid != first.pid
+        assert _run_in_kernel(second, "import numpy, matplotlib\n"
+                                      "assert not hasattr(numpy, 'left_behind')\n"
+                                      "assert matplotlib.rcParams['lines.linewidth'] != 9.5\n"
+                                      "assert 'seen' not in globals()") == "ok"
+    finally:
+        second.close()
+
+
+def test_a_kernel_runs_in_the_submissions_folder_in_a_process_group_of_its_own(kernel_server, tmp_path):
+    kernel_ = _started_kernel(tmp_path)
+    try:
+        code = textwrap.dedent(f"""
+            import json, os, sys
+            json.dump({{"cwd": os.getcwd(), "pid": os.getpid(), "group": os.getpgid(0),
+                        "backend": os.environ.get("MPLBACKEND"), "path": sys.path,
+                        "server": os.environ.get({worker.FORKSERVER_ENV!r})}},
+                      open("seen.json", "w"))
+        """)
+        assert _run_in_kernel(kernel_, code) == "ok"
+    finally:
+        kernel_.close()
+    seen = json.loads((tmp_path / "seen.json").read_text())
+    assert Path(seen["cwd"]) == tmp_path
+    assert seen["pid"] == kernel_.pid == seen["group"]
+    assert int((tmp_path / worker.KERNEL_PID_FILE).read_text()) == kernel_.pid
+    assert seen["backend"] == "agg" and seen["server"] is None
+    grading_folder = str(Path(runner.__file__).parent)
+    assert grading_folder not in seen["path"], "the grader's own modules importable by name"
+
+
+def test_each_kernel_draws_its_own_random_numbers(kernel_server, tmp_path):
+    draws = []
+    for k in range(2):
+        kernel_ = _started_kernel(tmp_path)
+        try:
+            assert _run_in_kernel(kernel_, "import json, random, numpy\njson.dump("
+                                           "[random.random(), numpy.random.rand()], open('draw%d', 'w'))"
+                                           % k) == "ok"
+        finally:
+            kernel_.close()
+        draws.append(json.loads((tmp_path / f"draw{k}").read_text()))
+    assert draws[0][0] != draws[1][0], "Python's random module"
+    assert draws[0][1] != draws[1][1], "numpy's global random state"
+
+
+def test_a_kernel_exits_when_its_worker_is_gone(kernel_server, tmp_path):
+    kernel_ = _started_kernel(tmp_path)
+    try:
+        kernel_.connection.close()          # as when the worker process dies
+        assert _wait_until(lambda: not kernel_.is_alive(), 10)
+    finally:
+        kernel_.close()
+
+
+def test_closing_the_server_stops_it(tmp_path):
+    server = runner.KernelServer()
+    server.close()
+    assert server.process.poll() is not None
+    assert not Path(server.address).exists()
+
+
+def test_a_server_that_cannot_start_is_a_clear_error(tmp_path, monkeypatch):
+    broken = tmp_path / "forkserver.py"
+    broken.write_text("import sys\nsys.exit('no ipykernel here')\n")
+    monkeypatch.setattr(runner, "FORKSERVER", broken)
+    with pytest.raises(RuntimeError, match="kernel server did not start: no ipykernel here"):
+        runner.KernelServer()
 
 
 # ------------------------------------------------------------ command line, no kernel needed

@@ -9,7 +9,9 @@ How one submission is graded (:func:`grade_one`):
    function the exercise cell bound on fresh hidden cases
    (:mod:`~helpers.instructor.grading.kernel`).
 3. The instrumented notebook is written to a scratch folder, and a worker process
-   (:mod:`~helpers.instructor.grading.worker`) runs it there in a fresh kernel.
+   (:mod:`~helpers.instructor.grading.worker`) runs it there in a fresh kernel,
+   forked by the run's kernel server (:mod:`~helpers.instructor.grading.forkserver`)
+   with ipykernel, numpy and matplotlib already imported.
    The worker leads a process group of its own, and so does its kernel: when
    the time limit passes, both groups are killed (with anything the notebook
    started), and the submission keeps what it had earned.
@@ -18,7 +20,7 @@ How one submission is graded (:func:`grade_one`):
 
 :func:`grade_many` grades submissions ``jobs`` at a time from a thread pool, each
 thread waiting on its own worker process. Ctrl-C kills every running worker and
-kernel and raises ``KeyboardInterrupt``.
+kernel, and the kernel server, and raises ``KeyboardInterrupt``.
 """
 
 import json
@@ -40,29 +42,70 @@ from .scoring import Run, fill_row, new_row
 
 DEFAULT_TIMEOUT = 120.0
 RESULTS_FILE = "grades.jsonl"
+FORKSERVER = Path(__file__).with_name("forkserver.py")   # run as a script, never imported here
 
 
 class Stopped(Exception):
     """Grading was stopped (Ctrl-C) before this submission's worker started."""
 
 
+class KernelServer:
+    """The run's kernel server (:mod:`.forkserver`): started, then waited for until it is ready.
+
+    ``address`` is its Unix socket; ``close()`` kills it (the kernels it forked live on
+    in their own process groups, each until its worker kills it).
+    """
+
+    def __init__(self):
+        self.folder = tempfile.mkdtemp(prefix="grader-kernels-")
+        self.address = os.path.join(self.folder, "socket")
+        log = open(os.path.join(self.folder, "server.log"), "wb")
+        try:
+            self.process = subprocess.Popen(
+                [sys.executable, str(FORKSERVER), self.address],
+                cwd=self.folder, env={**os.environ, **worker.kernel_env(self.folder)},
+                stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=log,
+                start_new_session=True)   # its own process group (and off the terminal's Ctrl-C)
+        finally:
+            log.close()
+        if self.process.stdout.readline().strip() != b"ready":   # or it stopped
+            self.process.wait()
+            problem = self._last_log_line()
+            self.close()
+            raise RuntimeError(f"the grader's kernel server did not start: {problem}")
+
+    def _last_log_line(self):
+        lines = Path(self.folder, "server.log").read_text(errors="replace").strip().splitlines()
+        return lines[-1] if lines else f"exit status {self.process.poll()}"
+
+    def close(self):
+        _kill_group(self.process.pid)
+        self.process.wait()
+        self.process.stdout.close()
+        shutil.rmtree(self.folder, ignore_errors=True)
+
+
 class _Workers:
-    """The worker processes running now, so that Ctrl-C can kill them all."""
+    """The worker processes running now, so that Ctrl-C can kill them all; and their kernel server."""
 
     def __init__(self):
         self._lock = threading.Lock()
         self._running = {}          # worker process -> its scratch folder
+        self._server = None         # started with the first worker
         self.stopping = False
 
     def start(self, workdir):
         with self._lock:
             if self.stopping:
                 raise Stopped()
+            if self._server is None:
+                self._server = KernelServer()
             log = open(Path(workdir) / "worker.log", "wb")
             try:
                 process = subprocess.Popen(
                     [sys.executable, "-m", "helpers.instructor.grading.worker", str(workdir)],
                     cwd=worker.COURSE_ROOT, stdin=subprocess.DEVNULL, stdout=log, stderr=log,
+                    env={**os.environ, worker.FORKSERVER_ENV: self._server.address},
                     start_new_session=True)   # its own process group (and off the terminal's Ctrl-C)
             finally:
                 log.close()
@@ -79,6 +122,14 @@ class _Workers:
             running = list(self._running.items())
         for process, workdir in running:
             kill(process, workdir)
+        self.close()
+
+    def close(self):
+        """Stop the kernel server (once every worker is done, or killed)."""
+        with self._lock:
+            server, self._server = self._server, None
+        if server is not None:
+            server.close()
 
 
 def _kill_group(pgid):
@@ -188,7 +239,13 @@ def grade_one(path, timeout=DEFAULT_TIMEOUT, seed=0, label=None, run_all=False, 
         run = Run()
         if run_nb.cells:   # nothing to run when no cell binds an exercise function
             nbformat().write(run_nb, str(workdir / worker.RUN_NOTEBOOK))
-            run = run_worker(workdir, timeout, workers or _Workers())
+            own = workers is None
+            workers = _Workers() if own else workers
+            try:
+                run = run_worker(workdir, timeout, workers)
+            finally:
+                if own:
+                    workers.close()
     finally:
         shutil.rmtree(workdir, ignore_errors=True)
     return fill_row(row, run, numbers, syntax_errors(nb), cells, timeout)
@@ -240,4 +297,5 @@ def grade_many(submissions, timeout=DEFAULT_TIMEOUT, jobs=1, seed=0, progress=No
         pool.shutdown(wait=True, cancel_futures=True)
         raise
     pool.shutdown(wait=True)
+    workers.close()
     return rows

@@ -14,15 +14,20 @@ in ``WORKDIR``:
   cell that raised (``{"error": i, "message": "Ename: value"}``);
 - ``status.json``: ``{"problem": null | "died" | "..."}`` once the run is over.
 
-The kernel is the ``python3`` of this interpreter (e.g. the venv's), with the
-course's ``helpers`` importable wherever the submission lives.
+The kernel is forked by the run's kernel server
+(:mod:`~helpers.instructor.grading.forkserver`, its socket in ``COURSE_GRADER_FORKSERVER``):
+a fresh process of this interpreter with ipykernel, numpy and matplotlib already
+imported, and the course's ``helpers`` importable wherever the submission lives.
 """
 
 import json
 import os
 import queue
-import subprocess
+import signal
+import socket
 import sys
+import time
+import uuid
 from pathlib import Path
 
 COURSE_ROOT = Path(__file__).resolve().parents[3]   # the folder that holds `helpers/`
@@ -33,20 +38,18 @@ KERNEL_PID_FILE = "kernel.pid"
 #: How many times to start a kernel that dies before running any cell.
 KERNEL_START_TRIES = 3
 
-# ipykernel_launcher, minus the debugger (ipykernel imports debugpy when it can: a
-# quarter of a second per kernel, for a debugger nobody attaches while grading), and
-# writing the kernel's process id where the grader looks for it.
-_LAUNCHER = ("import os, sys; sys.path[0:1] = [] if sys.path and sys.path[0] == '' else sys.path[0:1]; "
-             "open(os.environ['COURSE_GRADER_KERNEL_PID'], 'w').write(str(os.getpid())); "
-             "sys.modules['debugpy'] = None; "
-             "from ipykernel import kernelapp; kernelapp.launch_new_instance()")
+#: The environment variable that names the kernel server's socket (set by the runner).
+FORKSERVER_ENV = "COURSE_GRADER_FORKSERVER"
+CONNECTION_FILE = "kernel.json"
+#: Seconds a new kernel has to answer before it counts as not started.
+READY_TIMEOUT = 120
 
 
 def kernel_env(workdir):
-    """Environment variables of the grading kernel."""
+    """Environment variables of the grading kernel (besides the worker's own)."""
     pythonpath = os.environ.get("PYTHONPATH")
     return {
-        # `helpers` importable in the kernel, wherever the submission sits.
+        # `helpers` importable in the kernel's subprocesses too, wherever the submission sits.
         "PYTHONPATH": str(COURSE_ROOT) + (os.pathsep + pythonpath if pythonpath else ""),
         # Figures are built but never rendered to PNG: nobody looks at them here.
         "MPLBACKEND": "agg",
@@ -55,18 +58,50 @@ def kernel_env(workdir):
     }
 
 
-def kernel_manager(workdir):
-    """A kernel manager for the ``python3`` kernel of *this* interpreter."""
-    from jupyter_client import KernelManager
-    from jupyter_client.kernelspec import KernelSpec, KernelSpecManager
+class Kernel:
+    """A kernel forked for ``workdir`` by the kernel server, and a client connected to it.
 
-    class ThisPython(KernelSpecManager):
-        def get_kernel_spec(self, kernel_name):
-            return KernelSpec(argv=[sys.executable, "-c", _LAUNCHER, "-f", "{connection_file}"],
-                              display_name="Python 3 (grader)", language="python",
-                              env=kernel_env(workdir))
+    ``close()`` kills the kernel's process group (with anything the notebook started).
+    The kernel also exits by itself when this worker is gone: it watches ``connection``.
+    """
 
-    return KernelManager(kernel_name="python3", kernel_spec_manager=ThisPython())
+    def __init__(self, workdir):
+        from jupyter_client import BlockingKernelClient
+        from jupyter_client.connect import write_connection_file
+
+        connection_file, info = write_connection_file(
+            str(Path(workdir) / CONNECTION_FILE), ip="127.0.0.1",
+            key=uuid.uuid4().hex.encode("ascii"))
+        self.connection = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        self.connection.connect(os.environ[FORKSERVER_ENV])
+        env = {name: value for name, value in os.environ.items() if name != FORKSERVER_ENV}
+        request = {"argv": ["-f", connection_file], "cwd": str(workdir),
+                   "env": {**env, **kernel_env(workdir)}}
+        self.connection.sendall(json.dumps(request).encode("utf-8") + b"\n")
+        reply = self.connection.makefile("rb").readline()
+        if not reply:
+            raise ConnectionError("the kernel server closed the connection without a kernel")
+        self.pid = json.loads(reply)["pid"]
+        self.client = BlockingKernelClient()
+        self.client.load_connection_info(info)
+        self.client.start_channels()
+
+    def is_alive(self):
+        try:
+            os.kill(self.pid, 0)   # the server reaps its kernels: a dead one is gone
+        except ProcessLookupError:
+            return False
+        except PermissionError:
+            pass
+        return True
+
+    def close(self):
+        self.client.stop_channels()
+        try:
+            os.killpg(self.pid, signal.SIGKILL)
+        except (ProcessLookupError, PermissionError):
+            pass
+        self.connection.close()
 
 
 def _log(workdir, record):
@@ -86,14 +121,20 @@ class _Died(Exception):
     """The kernel stopped while a cell ran."""
 
 
-def _reply(client, manager, msg_id):
-    """Wait for the kernel's reply to ``msg_id`` (its outputs are not needed: results go to files)."""
+def _reply(kernel, msg_id, timeout=None):
+    """Wait for the kernel's reply to ``msg_id`` (its outputs are not needed: results go to files).
+
+    Raises :class:`_Died` if the kernel stops first, ``TimeoutError`` after ``timeout`` seconds.
+    """
+    deadline = None if timeout is None else time.monotonic() + timeout
     while True:
         try:
-            reply = client.get_shell_msg(timeout=1)
+            reply = kernel.client.get_shell_msg(timeout=1)
         except queue.Empty:
-            if not manager.is_alive():
+            if not kernel.is_alive():
                 raise _Died()
+            if deadline is not None and time.monotonic() > deadline:
+                raise TimeoutError(f"no answer in {timeout} s")
             continue
         if reply.get("parent_header", {}).get("msg_id") == msg_id:
             return reply
@@ -106,24 +147,21 @@ def execute(cells, workdir):
     on (as Run All with errors allowed). Returns ``"died"``, ``"not started: ..."`` (the
     kernel failed before its first cell), or None when every cell ran.
     """
-    manager = kernel_manager(workdir)
     try:
-        manager.start_kernel(cwd=str(workdir), stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        kernel = Kernel(workdir)
     except Exception as exc:
         return f"not started: {type(exc).__name__}: {exc}"
-    client = manager.client()
-    client.start_channels()
     try:
         try:
-            client.wait_for_ready(timeout=120)
-        except Exception as exc:   # it died at start, or never answered
+            _reply(kernel, kernel.client.kernel_info(), timeout=READY_TIMEOUT)
+        except Exception as exc:   # it died at start (_Died), or never answered
             return f"not started: {type(exc).__name__}: {exc}"
         for index, (cell_type, source) in enumerate(cells):
             _log(workdir, {"start": index})
             if cell_type != "code" or not source.strip():
                 continue
-            msg_id = client.execute(source, allow_stdin=False, stop_on_error=False)
-            content = _reply(client, manager, msg_id).get("content", {})
+            msg_id = kernel.client.execute(source, allow_stdin=False, stop_on_error=False)
+            content = _reply(kernel, msg_id).get("content", {})
             if content.get("status") == "error":
                 _log(workdir, {"error": index,
                                "message": f"{content.get('ename')}: {content.get('evalue')}"})
@@ -132,9 +170,7 @@ def execute(cells, workdir):
     except Exception as exc:   # protocol trouble
         return f"{type(exc).__name__}: {exc}"
     finally:
-        client.stop_channels()
-        if manager.has_kernel:
-            manager.shutdown_kernel(now=True)
+        kernel.close()
     return None
 
 
