@@ -8,10 +8,11 @@ whole on one worker. Two things make that fast:
   a second BLAS thread per process only fights the other workers for it (lesson 08's
   d_model = 128 runs took five times longer so on a busy 2-core machine). Set
   OPENBLAS_NUM_THREADS (or OMP_NUM_THREADS) yourself to override.
-- training computed once per run (helpers/run_cache.py). The student notebooks and the
-  solutions of lessons 08-10 train the same models; every notebook kernel of the run gets
+- training computed once per run (helpers/run_cache.py). The student notebooks, the
+  solutions of lessons 08-10 and the unit tests of their models train the same models;
+  every process of the run (pytest's workers, and each notebook kernel they start) gets
   one shared folder (COURSE_RUN_CACHE), so the first to train a model stores it and the
-  other reads it. The unit tests never see it: they always train.
+  others read it.
 - the longest files first, so that no worker is left with a long file at the end:
   modules marked ``slow`` or ``runs_notebooks`` (each runs many notebooks), then the
   solution notebooks, later
@@ -31,7 +32,7 @@ for _name in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS"):
 from helpers.run_cache import ENV as RUN_CACHE_ENV  # noqa: E402  (after the BLAS threads are set)
 
 # The run's shared training folder: made by the process that starts the run, inherited by
-# the pytest-xdist workers, removed at the end.
+# the pytest-xdist workers and every kernel they start, removed at the end.
 _MADE_HERE = RUN_CACHE_ENV not in os.environ
 if _MADE_HERE:
     os.environ[RUN_CACHE_ENV] = tempfile.mkdtemp(prefix="course-run-cache-")
@@ -43,17 +44,14 @@ _MPLBACKEND = os.environ.get("MPLBACKEND")
 
 @pytest.hookimpl(tryfirst=True)
 def pytest_runtest_setup(item):
-    """nbval's kernels (started with a notebook's first cell) get the shared training folder,
-    and draw figures off-screen: nbval compares no output, and rendering PNGs nobody reads
-    was up to a quarter of a lesson's run. (The student notebooks' own run keeps the inline figures.)
+    """nbval's kernels (started with a notebook's first cell) draw figures off-screen: nbval
+    compares no output, and rendering PNGs nobody reads was up to a quarter of a lesson's run.
+    (The student notebooks' own run keeps the inline figures.)
     """
     if str(item.fspath).endswith(".ipynb"):
-        os.environ[RUN_CACHE_ENV] = RUN_CACHE
         os.environ["MPLBACKEND"] = _MPLBACKEND or "agg"
-    else:
-        os.environ.pop(RUN_CACHE_ENV, None)
-        if _MPLBACKEND is None:
-            os.environ.pop("MPLBACKEND", None)
+    elif _MPLBACKEND is None:
+        os.environ.pop("MPLBACKEND", None)
 
 
 def pytest_unconfigure(config):

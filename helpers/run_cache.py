@@ -1,14 +1,14 @@
 """Training computed once per test run (plumbing for the course's own tests; learners never use it).
 
 ``make test`` runs every lesson twice: the student notebook and the solution. Lessons 08-10
-train the same models in both, with the same helpers, arguments and seeds. When the
-environment variable ``COURSE_RUN_CACHE`` names a folder (the test run sets it for its
-notebook kernels, see ``conftest.py``), a function decorated with :func:`shared` stores
-its result there the first time, and every later call with the same arguments, in any
-kernel of that run, reads that result back instead of training again.
+train the same models in both, with the same helpers, arguments and seeds, and the unit
+tests of those models train them a third time. When the environment variable
+``COURSE_RUN_CACHE`` names a folder (the test run sets it for every process and kernel it
+starts, see ``conftest.py``), a function decorated with :func:`shared` stores its result
+there the first time, and every later call with the same arguments, in any process of that
+run, reads that result back instead of training again.
 
-Without the variable (JupyterLab, Colab, the website, the unit tests) the function always
-runs. The key of a result is the function, its arguments, the text of every helpers
+Without the variable (JupyterLab, Colab, the website) the function always runs. The key of a result is the function, its arguments, the text of every helpers
 module and the versions of Python and NumPy: a result is only reused where running the
 call again would give the very same numbers.
 """
