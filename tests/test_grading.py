@@ -1933,6 +1933,29 @@ def test_a_kernel_exits_when_its_worker_is_gone(kernel_server, tmp_path):
         kernel_.close()
 
 
+def test_a_worker_and_its_kernel_exit_when_the_grader_is_gone(kernel_server, tmp_path):
+    (tmp_path / worker.RUN_NOTEBOOK).write_text(json.dumps(
+        {"cells": [{"cell_type": "code", "source": "import time\ntime.sleep(1000)"}]}))
+    process = runner.Worker(kernel_server, tmp_path)
+    pid_file = tmp_path / worker.KERNEL_PID_FILE
+    try:
+        assert _wait_until(lambda: pid_file.exists() and pid_file.read_text(), 30)
+        kernel_pid = int(pid_file.read_text())
+        assert not process.wait(0.5)                # deep in the sleeping cell
+        process.close()                             # as when the grader process is killed
+        assert _wait_until(lambda: not _alive(process.pid) and not _alive(kernel_pid), 10)
+    finally:
+        runner.kill(process, tmp_path)
+
+
+def _alive(pid):
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    return True
+
+
 def test_closing_the_server_stops_it(tmp_path):
     server = runner.KernelServer()
     server.close()

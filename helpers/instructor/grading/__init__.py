@@ -13,8 +13,8 @@ The modules, by job:
 - :mod:`.worker` and :mod:`.runner` -- running submissions: one worker process
   (and its kernel) per submission, ``--jobs`` at a time, killed as process groups
   on a timeout or Ctrl-C;
-- :mod:`.forkserver` -- the run's kernel server: it imports ipykernel, numpy and
-  matplotlib once, and forks each submission's fresh kernel from there;
+- :mod:`.forkserver` -- the run's kernel server: it imports ipykernel, jupyter_client,
+  numpy and matplotlib once, and forks each submission's worker and fresh kernel from there;
 - :mod:`.scoring` -- points, feedback and the gradebook files;
 - :mod:`.cli` -- the command line.
 

@@ -9,9 +9,9 @@ How one submission is graded (:func:`grade_one`):
    function the exercise cell bound on fresh hidden cases
    (:mod:`~helpers.instructor.grading.kernel`).
 3. The instrumented notebook is written to a scratch folder, and a worker process
-   (:mod:`~helpers.instructor.grading.worker`) runs it there in a fresh kernel,
-   forked by the run's kernel server (:mod:`~helpers.instructor.grading.forkserver`)
-   with ipykernel, numpy and matplotlib already imported.
+   (:mod:`~helpers.instructor.grading.worker`) runs it there in a fresh kernel. Both
+   are forked by the run's kernel server (:mod:`~helpers.instructor.grading.forkserver`),
+   with ipykernel, jupyter_client, numpy and matplotlib already imported.
    The worker leads a process group of its own, and so does its kernel: when
    the time limit passes, both groups are killed (with anything the notebook
    started), and the submission keeps what it had earned.
@@ -27,6 +27,7 @@ import json
 import os
 import shutil
 import signal
+import socket
 import subprocess
 import sys
 import tempfile
@@ -85,6 +86,36 @@ class KernelServer:
         shutil.rmtree(self.folder, ignore_errors=True)
 
 
+class Worker:
+    """One submission's worker process, forked by the kernel server.
+
+    ``pid`` leads its process group. The server's connection stays open while the
+    worker lives: it closes when the worker exits (and the worker exits if it is
+    closed first, as when the grader is killed).
+    """
+
+    def __init__(self, server, workdir):
+        request = {"kind": "worker", "workdir": str(workdir), "cwd": str(worker.COURSE_ROOT),
+                   "env": {**os.environ, worker.FORKSERVER_ENV: server.address},
+                   "log": str(Path(workdir) / "worker.log")}
+        self.connection, self.pid = worker.fork(server.address, request)
+
+    def wait(self, timeout=None):
+        """Whether the worker has exited, waiting up to ``timeout`` seconds (None: until it has)."""
+        self.connection.settimeout(timeout)
+        try:
+            while self.connection.recv(1024):
+                pass
+        except (socket.timeout, BlockingIOError):   # still running (BlockingIOError: timeout 0)
+            return False
+        except OSError:   # the connection was closed here: the worker is on its way out
+            pass
+        return True
+
+    def close(self):
+        self.connection.close()
+
+
 class _Workers:
     """The worker processes running now, so that Ctrl-C can kill them all; and their kernel server."""
 
@@ -100,21 +131,14 @@ class _Workers:
                 raise Stopped()
             if self._server is None:
                 self._server = KernelServer()
-            log = open(Path(workdir) / "worker.log", "wb")
-            try:
-                process = subprocess.Popen(
-                    [sys.executable, "-m", "helpers.instructor.grading.worker", str(workdir)],
-                    cwd=worker.COURSE_ROOT, stdin=subprocess.DEVNULL, stdout=log, stderr=log,
-                    env={**os.environ, worker.FORKSERVER_ENV: self._server.address},
-                    start_new_session=True)   # its own process group (and off the terminal's Ctrl-C)
-            finally:
-                log.close()
+            process = Worker(self._server, workdir)
             self._running[process] = workdir
             return process
 
     def finished(self, process):
         with self._lock:
             self._running.pop(process, None)
+        process.close()
 
     def kill_all(self):
         with self._lock:
@@ -140,13 +164,16 @@ def _kill_group(pgid):
 
 
 def kill(process, workdir):
-    """Kill a worker's process group and its kernel's (the kernel leads a group of its own)."""
+    """Kill a worker's process group and its kernel's (the kernel leads a group of its own).
+
+    (A kernel starting now, before its process id is written, exits with its worker.)
+    """
     _kill_group(process.pid)
     pid_file = Path(workdir) / worker.KERNEL_PID_FILE
     try:
         kernel_pid = int(pid_file.read_text())
     except (OSError, ValueError):
-        return   # no kernel yet; one starting now exits with its parent (ipykernel watches it)
+        return   # no kernel yet
     _kill_group(kernel_pid)
 
 
@@ -155,11 +182,10 @@ def run_worker(workdir, timeout, workers):
     process = workers.start(workdir)
     problem = None
     try:
-        process.wait(timeout)
-    except subprocess.TimeoutExpired:
-        problem = "timeout"
+        if not process.wait(timeout):
+            problem = "timeout"
     finally:
-        if process.poll() is None:   # timed out, or Ctrl-C in the main thread
+        if problem is not None or not process.wait(0):   # timed out, or Ctrl-C in the main thread
             kill(process, workdir)
             process.wait()
         workers.finished(process)
@@ -168,7 +194,7 @@ def run_worker(workdir, timeout, workers):
         status = _read_json(Path(workdir) / worker.STATUS_FILE)
         if status is None:   # the worker itself failed: a bug of ours, or it was killed
             log = (Path(workdir) / "worker.log").read_text(errors="replace").strip().splitlines()
-            problem = f"the grader's worker stopped ({log[-1] if log else process.returncode})"
+            problem = f"the grader's worker stopped ({log[-1] if log else 'no message'})"
         else:
             problem = status["problem"]
     run.problem = problem

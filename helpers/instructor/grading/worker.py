@@ -1,10 +1,10 @@
 """One submission's process: run its instrumented notebook in a fresh kernel.
 
-    python -m helpers.instructor.grading.worker WORKDIR
-
-The grader (:mod:`helpers.instructor.grading.runner`) starts one of these per
-submission, in a process group of its own, and kills it -- with its kernel --
-when the time limit passes or the instructor presses Ctrl-C. So this process
+The grader (:mod:`helpers.instructor.grading.runner`) has one of these forked per
+submission by the run's kernel server (:mod:`~helpers.instructor.grading.forkserver`),
+in a process group of its own, and kills it -- with its kernel -- when the time
+limit passes or the instructor presses Ctrl-C. (By hand, with a server running:
+``COURSE_GRADER_FORKSERVER=SOCKET python -m helpers.instructor.grading.worker WORKDIR``.) So this process
 needs no time limit of its own: it runs the notebook ``WORKDIR/run.ipynb`` top
 to bottom, continuing past cells that raise, shuts its kernel down, and leaves
 in ``WORKDIR``:
@@ -14,8 +14,7 @@ in ``WORKDIR``:
   cell that raised (``{"error": i, "message": "Ename: value"}``);
 - ``status.json``: ``{"problem": null | "died" | "..."}`` once the run is over.
 
-The kernel is forked by the run's kernel server
-(:mod:`~helpers.instructor.grading.forkserver`, its socket in ``COURSE_GRADER_FORKSERVER``):
+The kernel is forked by the same server (its socket in ``COURSE_GRADER_FORKSERVER``):
 a fresh process of this interpreter with ipykernel, numpy and matplotlib already
 imported, and the course's ``helpers`` importable wherever the submission lives.
 """
@@ -58,6 +57,25 @@ def kernel_env(workdir):
     }
 
 
+def fork(address, request):
+    """Ask the kernel server at ``address`` for a process; ``(connection, pid)``.
+
+    The process lives while ``connection`` is open, and closes its end when it exits.
+    """
+    connection = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    try:
+        connection.connect(address)
+        connection.sendall(json.dumps(request).encode("utf-8") + b"\n")
+        with connection.makefile("rb") as reader:
+            reply = reader.readline()
+        if not reply:
+            raise ConnectionError("the kernel server closed the connection without starting it")
+        return connection, json.loads(reply)["pid"]
+    except BaseException:
+        connection.close()
+        raise
+
+
 class Kernel:
     """A kernel forked for ``workdir`` by the kernel server, and a client connected to it.
 
@@ -72,16 +90,10 @@ class Kernel:
         connection_file, info = write_connection_file(
             str(Path(workdir) / CONNECTION_FILE), ip="127.0.0.1",
             key=uuid.uuid4().hex.encode("ascii"))
-        self.connection = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-        self.connection.connect(os.environ[FORKSERVER_ENV])
         env = {name: value for name, value in os.environ.items() if name != FORKSERVER_ENV}
-        request = {"argv": ["-f", connection_file], "cwd": str(workdir),
+        request = {"kind": "kernel", "argv": ["-f", connection_file], "cwd": str(workdir),
                    "env": {**env, **kernel_env(workdir)}}
-        self.connection.sendall(json.dumps(request).encode("utf-8") + b"\n")
-        reply = self.connection.makefile("rb").readline()
-        if not reply:
-            raise ConnectionError("the kernel server closed the connection without a kernel")
-        self.pid = json.loads(reply)["pid"]
+        self.connection, self.pid = fork(os.environ[FORKSERVER_ENV], request)
         self.client = BlockingKernelClient()
         self.client.load_connection_info(info)
         self.client.start_channels()
