@@ -73,6 +73,7 @@ TARGET_ACCURACY = 0.95
 TARGET_HEAD_SHARE = 0.6
 GENERATION = dict(n=256, d_model=64, num_heads=8)   # lesson 11: tokens generated, model size
 TARGET_POSITION_RUN = 2.0   # seconds: one lesson 09 training run
+POSITION = dict(shifts=(0, 1, 2, 4, 8), lengths=(16, 24, 64))   # lesson 09's shifts; two-back lengths
 LAYERS = dict(steps=None, targets={"adjective": 2.0, "induction": 20.0})   # lesson 10, seconds
 
 
@@ -225,7 +226,7 @@ def bench_training(repeat):
 
 def bench_position():
     from helpers import position_tasks, positional
-    shifts = (0, 1, 2, 4, 8)
+    shifts = POSITION["shifts"]
     print(f"\n3b. lesson 09: train_attention(\"two_relations\", num_heads=2, position=..., "
           f"shifts={shifts}); target <= {TARGET_POSITION_RUN:.0f} s per run")
     print(f"   {'position':<11} {'wall':>7} {'CPU':>7}   accuracy at each shift")
@@ -241,7 +242,8 @@ def bench_position():
     print(f"   two back (train on {position_tasks.TRAIN_LENGTH} tokens), seed 0:")
     for position in ("sinusoidal", "rope"):
         wall = time.perf_counter()
-        result = position_tasks.train_two_back(position, steps=TRAINING["steps"] or position_tasks.STEPS)
+        result = position_tasks.train_two_back(position, lengths=POSITION["lengths"],
+                                               steps=TRAINING["steps"] or position_tasks.STEPS)
         wall = time.perf_counter() - wall
         accuracy = "  ".join(f"{L} tokens {a:.3f}" for L, a in result["accuracy_by_length"].items())
         print(f"   {position:<11} {wall:>5.2f} s   {accuracy}")

@@ -18,6 +18,7 @@ def bench(monkeypatch):
     monkeypatch.setattr(module, "ONLINE", dict(n=300, d=8, block_size=64))
     monkeypatch.setattr(module, "TRAINING", dict(steps=3, seeds=range(1)))
     monkeypatch.setattr(module, "GENERATION", dict(n=12, d_model=16, num_heads=4))
+    monkeypatch.setattr(module, "POSITION", dict(shifts=(0, 2), lengths=(16, 24)))
     monkeypatch.setattr(module, "LAYERS", dict(steps=2, targets={"adjective": 2.0, "induction": 20.0}))
     return module
 

@@ -1763,8 +1763,9 @@ def spawning_notebook(tmp_path):
         pytest.skip("lesson 01's student notebook is missing")
     nb = nbformat.read(str(student_path("01_qkv_projections")), as_version=4)
     i = replace_function(nb, "project_qkv", impl("project_qkv", "einsum"))
+    spawned = tmp_path / "spawned"            # written once the child process is running
     insert_code(nb, i + 2, "import subprocess, time\nsubprocess.Popen(['sleep', '1000'])\n"
-                           "time.sleep(1000)")
+                           f"open({str(spawned)!r}, 'w').close()\ntime.sleep(1000)")
     path = tmp_path / "spawns.ipynb"
     nbformat.write(nb, str(path))
     tag = f"COURSE_GRADER_TEST={uuid.uuid4().hex}"
@@ -1774,9 +1775,10 @@ def spawning_notebook(tmp_path):
 
 def test_timeout_kills_the_kernel_and_everything_it_started(spawning_notebook):
     path, tag, env = spawning_notebook
-    proc = subprocess.run([sys.executable, "-m", "helpers.grade", "--run-all", "--timeout", "15",
+    proc = subprocess.run([sys.executable, "-m", "helpers.grade", "--run-all", "--timeout", "6",
                            str(path)], cwd=ROOT, env=env, capture_output=True, text=True, timeout=120)
     assert proc.returncode == 0 and "timed out" in proc.stdout
+    assert (path.parent / "spawned").exists(), "the notebook timed out before it started its child"
     assert _wait_until(lambda: not _tagged(tag), 5), "processes left behind"
 
 
