@@ -1,7 +1,6 @@
 """The command line: ``python -m helpers.grade`` (see :func:`main`)."""
 
 import argparse
-import os
 import secrets
 import sys
 from pathlib import Path
