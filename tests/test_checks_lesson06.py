@@ -251,6 +251,50 @@ def test_a_function_that_works_block_by_block_is_not(name, fn):
     assert lesson06.full_grid_message(fn) is None
 
 
+
+def one_query_at_a_time(Q, K, V, block_size=128):
+    """Right, and slow in Python: each query walks the key blocks with scalars."""
+    out = np.zeros((len(Q), V.shape[1]))
+    for i, q in enumerate(Q):
+        m, l, acc = -np.inf, 0.0, np.zeros(V.shape[1])
+        for start in range(0, len(K), block_size):
+            s = K[start:start + block_size] @ q / np.sqrt(len(q))
+            m_new = max(m, float(s.max()))
+            p = np.exp(s - m_new)
+            l = l * np.exp(m - m_new) + float(p.sum())
+            acc = acc * np.exp(m - m_new) + p @ V[start:start + block_size]
+            m = m_new
+        out[i] = acc / l
+    return out
+
+
+def sizes_it_ran_on(fn):
+    """``fn``, and the list of query counts it is called with."""
+    sizes = []
+
+    def recorded(Q, K, V, block_size=128):
+        sizes.append(len(Q))
+        return fn(Q, K, V, block_size=block_size)
+    return recorded, sizes
+
+
+def test_a_function_that_keeps_one_row_at_a_time_is_cleared_on_the_small_probe_alone():
+    Q, K, V = (np.random.default_rng(1).standard_normal((7, 3)) for _ in range(3))
+    np.testing.assert_allclose(one_query_at_a_time(Q, K, V, block_size=2),
+                               reference.scaled_dot_product_attention(Q, K, V)[0], atol=1e-12)
+    fn, sizes = sizes_it_ran_on(one_query_at_a_time)
+    assert lesson06.full_grid_message(fn, n=2048, small_n=512) is None
+    assert sizes == [512]                  # never run at the full size
+
+
+@pytest.mark.parametrize("fn", [grid_then_nothing_else, reference.online_softmax_attention],
+                         ids=lambda f: f.__name__)
+def test_a_function_that_holds_more_on_the_small_probe_is_traced_at_the_full_size(fn):
+    recorded, sizes = sizes_it_ran_on(fn)
+    lesson06.full_grid_message(recorded, n=2048, small_n=512)
+    assert sizes == [512, 2048]
+
+
 # ----------------------------------------------------------------- both, table-driven
 WRONG_BY_EXERCISE = {"online_softmax_attention": {**WRONG, **GRID_WRONG["online_softmax_attention"]},
                      "causal_online_softmax_attention": {

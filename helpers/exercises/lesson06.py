@@ -272,24 +272,39 @@ CAUSAL_MISTAKES = [
 #: The probe's sizes: the (n, n) grid, 128 MiB in float64 (16 MiB even as booleans), dwarfs
 #: an (n, block) block of scores (2 MiB) and the per-block row maxima a two-pass version keeps.
 PROBE_N, PROBE_D, PROBE_BLOCK = 4096, 2, 64
+#: A first, small probe. A function that holds less than an eighth of even a boolean grid at
+#: this size keeps a row or a block at a time; only the others are traced at PROBE_N, where a
+#: correct one-query-at-a-time loop would take seconds (tracing slows every allocation).
+SMALL_PROBE_N = 1024
 
 
-def full_grid_message(fn, n=PROBE_N, d=PROBE_D, block_size=PROBE_BLOCK):
+def _traced_peak_on(fn, n, d, block_size):
+    """The peak memory of ``fn`` on ``n`` random queries, keys and values of size ``d``."""
+    rng = np.random.default_rng(0)
+    Q, K, V = (rng.standard_normal((n, d)) for _ in range(3))   # (n, d) each, made before tracing
+    return traced_peak(lambda: fn(Q, K, V, block_size=block_size))
+
+
+def full_grid_message(fn, n=PROBE_N, d=PROBE_D, block_size=PROBE_BLOCK, small_n=SMALL_PROBE_N):
     """Say so when ``fn(Q, K, V, block_size=...)`` holds an array as big as the score grid.
 
-    Runs ``fn`` once on ``n`` queries and keys of size ``d`` with blocks of ``block_size``
-    and traces its peak memory. A function that works block by block peaks at a few
+    Runs ``fn`` on ``n`` queries and keys of size ``d`` with blocks of ``block_size`` and
+    traces its peak memory. A function that works block by block peaks at a few
     ``(n, block_size)`` arrays; one that makes the ``(n, n)`` grid, even as float32 or as a
     boolean mask of one byte per entry, peaks at ``n * n`` bytes or more.
+
+    First, on ``small_n`` queries and keys: a function whose peak there stays under
+    ``small_n * small_n / 8`` bytes builds no grid (that is an eighth of a boolean one), and
+    is not run at ``n``. (This assumes the function does the same at every size.)
 
     Returns
     -------
     str or None
         A message for the learner, or None when the peak stays below ``n * n`` bytes.
     """
-    rng = np.random.default_rng(0)
-    Q, K, V = (rng.standard_normal((n, d)) for _ in range(3))   # (n, d) each, made before tracing
-    peak = traced_peak(lambda: fn(Q, K, V, block_size=block_size))
+    if small_n < n and _traced_peak_on(fn, small_n, d, block_size) < small_n * small_n / 8:
+        return None
+    peak = _traced_peak_on(fn, n, d, block_size)
     if peak < n * n:
         return None
     return (f"it gives the right numbers, but on {n} queries and keys with block_size={block_size} "
