@@ -251,7 +251,6 @@ def test_a_function_that_works_block_by_block_is_not(name, fn):
     assert lesson06.full_grid_message(fn) is None
 
 
-
 def one_query_at_a_time(Q, K, V, block_size=128):
     """Right, and slow in Python: each query walks the key blocks with scalars."""
     out = np.zeros((len(Q), V.shape[1]))
