@@ -27,7 +27,7 @@ module          what it holds                                               less
 ``training``    the model's backward glue: the loss at the pronoun, the       08
                 embedding tables
 ``position``    sinusoidal encodings, rotary (RoPE) and its backward        09
-``layers``      a residual layer's backward; a layer's update removed       10
+``layers``      a residual layer's backward; an update removed or patched   10
 ``inference``   grouped-query attention, sliding windows, the KV cache      11
 ==============  ==========================================================  =======
 
@@ -59,7 +59,7 @@ from .inference import (
     sliding_window_attention,
     sliding_window_mask,
 )
-from .layers import ablated_stack, residual_attention_backward
+from .layers import ablated_stack, patched_stack, residual_attention_backward
 from .multi_head import merge_heads, multi_head_attention, split_heads, split_heads_batched
 from .optimizer import adam_step
 from .position import rope, rope_backward, rotary_attention, sinusoidal_encoding
@@ -97,6 +97,7 @@ __all__ = [
     "rope_backward",
     "residual_attention_backward",
     "ablated_stack",
+    "patched_stack",
     "grouped_query_attention",
     "sliding_window_mask",
     "attention_decode_step",
