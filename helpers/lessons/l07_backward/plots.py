@@ -8,7 +8,7 @@ the Okabe-Ito palette for lines, as in :mod:`helpers.plots`).
 import matplotlib.pyplot as plt
 import numpy as np
 
-from .plots import DIVERGING, heatmap
+from ...plots import DIVERGING, heatmap
 
 BLUE, ORANGE, GREEN, GREY = "#0072B2", "#D55E00", "#009E73", "#999999"   # Okabe-Ito
 

@@ -1,9 +1,9 @@
-"""Lesson 10's figure of the routes over seeds (Okabe-Ito colours, as :mod:`helpers.training_plots`)."""
+"""Lesson 10's figure of the routes over seeds (Okabe-Ito colours, as lesson 08's figures)."""
 
 import matplotlib.pyplot as plt
 import numpy as np
 
-from .training_plots import OKABE_ITO
+from ..l08_training.plots import OKABE_ITO
 
 
 def weights_by_seed(seeds, weights, labels, routes, *, ax=None, title=""):

@@ -7,7 +7,7 @@ Colour-blind-safe colours throughout: viridis for attention weights (as in
 import matplotlib.pyplot as plt
 import numpy as np
 
-from .plots import SEQUENTIAL, heatmap
+from ...plots import SEQUENTIAL, heatmap
 
 OKABE_ITO = ["#0072B2", "#D55E00", "#009E73", "#CC79A7", "#E69F00", "#56B4E9"]
 

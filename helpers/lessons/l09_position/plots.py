@@ -1,14 +1,14 @@
-"""Lesson 09's figures: the sinusoidal table, offset grids, RoPE's turning pairs, accuracy by shift and length.
+"""Lesson 09's figures: the sinusoidal table, offset grids, RoPE's turning pairs, accuracy by shift/length.
 
 Colour-blind-safe throughout: RdBu_r for signed values (:data:`helpers.plots.DIVERGING`)
-and the Okabe-Ito palette for lines (:data:`helpers.training_plots.OKABE_ITO`).
+and the Okabe-Ito palette for lines (:data:`helpers.lessons.l08_training.plots.OKABE_ITO`).
 """
 
 import matplotlib.pyplot as plt
 import numpy as np
 
-from .plots import DIVERGING, heatmap
-from .training_plots import OKABE_ITO
+from ...plots import DIVERGING, heatmap
+from ..l08_training.plots import OKABE_ITO
 
 
 def encoding_table(PE, *, title="The sinusoidal encoding: one row per position"):
