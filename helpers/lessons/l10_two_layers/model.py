@@ -91,9 +91,7 @@ def forward(params, tokens, num_heads, scale=True, mask=None, keep=None):
     Parameters
     ----------
     params : dict from :func:`init_params`
-    tokens : int ndarray, shape (B, n)
-    num_heads : int
-    scale : bool
+    tokens, num_heads, scale : as lesson 08's ``forward``
     mask : bool ndarray (n, n) or None
         The same mask in every layer (the induction task's is causal).
     keep : dict {layer: ndarray (B, n)} or None
