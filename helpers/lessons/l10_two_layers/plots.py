@@ -71,15 +71,16 @@ def induction_maps(run, tokens, first, second, query, *, letters=None):
     _, weights = induction.forward(induction.stack(run), tokens[None])
     source = query - (second - first) + 1
     fig, axes = plt.subplots(1, 2, figsize=(11, 4.8))
-    notes = [("layer 1: the previous-token head", "previous token"),
-             ("layer 2: the induction head", "token after the earlier copy")]
-    for ax, w, (title, what) in zip(axes, weights, notes):
+    frames = [("layer 1: the previous-token head", source, source - 1,
+               f"row {source} (the answer's position): the token before it"),
+              ("layer 2: the induction head", query, source,
+               f"row {query} (the query): the token after the earlier copy")]
+    for ax, w, (title, row, col, label) in zip(axes, weights, frames):
         image = heatmap(w[0, 0], words, words, ax=ax, vmin=0, vmax=1, annotate=False, colorbar=False,
                         title=title, xlabel="key position j (its token)", ylabel="query position i")
         _colorbar(ax, image, "attention weight")
-        col = query - 1 if what == "previous token" else source
-        ax.add_patch(plt.Rectangle((col - 0.5, query - 0.5), 1, 1, fill=False, lw=2.5,
-                                   edgecolor=VERMILLION, label=f"row {query}: the {what}"))
+        ax.add_patch(plt.Rectangle((col - 0.5, row - 0.5), 1, 1, fill=False, lw=2.5,
+                                   edgecolor=VERMILLION, label=label))
         for start in (first, second):                              # the segment's two copies
             ax.axvspan(start - 0.5, start + induction.SEGMENT - 0.5, ymin=0.98, ymax=1.0,
                        color=GREEN)
