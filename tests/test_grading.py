@@ -695,6 +695,43 @@ IMPLEMENTATIONS = {
                 return X, weights
             """),
     ],
+    "patched_stack": [
+        Impl("the update from its own run", """
+            def patched_stack(X, X_source, layers, num_heads, layer, positions, mask=None):
+                for l, W in enumerate(layers, start=1):
+                    out, weights = multi_head_attention(X, *W, num_heads, mask)
+                    X = X + out
+                return X, weights
+            """, feedback="nothing was patched"),
+        Impl("the source's stream", """
+            def patched_stack(X, X_source, layers, num_heads, layer, positions, mask=None):
+                S = X_source
+                for W in layers[:layer]:
+                    S = S + multi_head_attention(S, *W, num_heads, mask)[0]
+                for l, W in enumerate(layers, start=1):
+                    out, weights = multi_head_attention(X, *W, num_heads, mask)
+                    X = X + out
+                    if l == layer:
+                        for b in range(len(X)):
+                            X[b, positions[b]] = S[b, positions[b]]
+                return X, weights
+            """, feedback="the source's whole stream was copied in"),
+        Impl("a loop over sentences", """
+            def patched_stack(X, X_source, layers, num_heads, layer, positions, mask=None):
+                S = X_source
+                for W in layers[:layer]:
+                    lent = multi_head_attention(S, *W, num_heads, mask)[0]
+                    S = S + lent
+                for l, W in enumerate(layers, start=1):
+                    out, weights = multi_head_attention(X, *W, num_heads, mask)
+                    if l == layer:
+                        out = out.copy()
+                        for b in range(len(X)):
+                            out[b, positions[b]] = lent[b, positions[b]]
+                    X = X + out
+                return X, weights
+            """),
+    ],
     "causal_online_softmax_attention": [
         Impl("no mask", """
             def causal_online_softmax_attention(Q, K, V, block_size=128):
