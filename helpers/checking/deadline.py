@@ -1,0 +1,118 @@
+"""Stopping a learner's function that runs too long (an endless loop, say).
+
+:func:`call_with_time_limit` calls the function on the thread that asks, and stops it
+after a number of seconds by raising :class:`TimeLimit` inside it:
+
+- on the main thread of a POSIX process (a Jupyter or Colab kernel, a script), with a
+  ``SIGALRM`` timer (:func:`signal.setitimer`): the function runs at full speed;
+- elsewhere (another thread, Windows, or a timer already in use), with a trace function
+  (:func:`sys.settrace`) that looks at the clock on every line the function runs: slower,
+  but it needs no signal, and no second thread is started, so none is left running.
+
+Either way the function is stopped between two Python steps: a single long NumPy call is
+not interrupted, only what follows it. :class:`TimeLimit` is a ``BaseException`` (like
+``KeyboardInterrupt``), so a learner's ``except Exception:`` does not swallow it; on the
+signal path the timer keeps firing until the function gives up.
+"""
+
+import signal
+import sys
+import threading
+import time
+
+
+class TimeLimit(BaseException):
+    """Raised inside a function that ran past its time limit."""
+
+
+#: How often the timer fires again after the limit, in case the function caught TimeLimit.
+_REPEAT = 0.05
+
+
+def call_with_time_limit(fn, args, kwargs, seconds):
+    """``fn(*args, **kwargs)``, stopped with :class:`TimeLimit` after ``seconds``.
+
+    Parameters
+    ----------
+    fn : callable
+    args : tuple
+    kwargs : dict
+    seconds : float or None
+        None: no limit.
+
+    Returns
+    -------
+    What ``fn`` returned.
+
+    Raises
+    ------
+    TimeLimit
+        When ``fn`` was still running after ``seconds``.
+    """
+    if seconds is None or _active.on:      # no limit, or inside a call that already has one
+        return fn(*args, **kwargs)
+    _active.on = True
+    try:
+        if _can_use_a_timer():
+            return _with_timer(fn, args, kwargs, seconds)
+        return _with_trace(fn, args, kwargs, seconds)
+    finally:
+        _active.on = False
+
+
+class _Active(threading.local):
+    on = False        # a limited call is running on this thread
+
+
+_active = _Active()
+
+
+def _can_use_a_timer():
+    return (hasattr(signal, "setitimer") and threading.current_thread() is threading.main_thread()
+            and signal.getitimer(signal.ITIMER_REAL) == (0.0, 0.0))
+
+
+def _with_timer(fn, args, kwargs, seconds):
+    state = {"running": True, "expired": False}
+
+    def on_alarm(signum, frame):
+        if state["running"]:
+            state["expired"] = True
+            raise TimeLimit()
+
+    previous = signal.signal(signal.SIGALRM, on_alarm)
+    signal.setitimer(signal.ITIMER_REAL, seconds, _REPEAT)
+    try:
+        result = fn(*args, **kwargs)
+        state["running"] = False
+    finally:
+        state["running"] = False
+        signal.setitimer(signal.ITIMER_REAL, 0)
+        signal.signal(signal.SIGALRM, previous)
+    if state["expired"]:          # it caught TimeLimit and returned anyway, too late
+        raise TimeLimit()
+    return result
+
+
+def _with_trace(fn, args, kwargs, seconds):
+    end = time.monotonic() + seconds
+    state = {"expired": False}
+
+    def on_line(frame, event, arg):
+        if time.monotonic() > end:
+            state["expired"] = True
+            raise TimeLimit()
+        return on_line
+
+    def on_call(frame, event, arg):
+        return on_line
+
+    previous = sys.gettrace()
+    sys.settrace(on_call)
+    try:
+        result = fn(*args, **kwargs)
+    finally:
+        sys.settrace(previous)
+    if state["expired"]:
+        raise TimeLimit()
+    return result
