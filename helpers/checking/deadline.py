@@ -4,15 +4,20 @@
 after a number of seconds by raising :class:`TimeLimit` inside it:
 
 - on the main thread of a POSIX process (a Jupyter or Colab kernel, a script), with a
-  ``SIGALRM`` timer (:func:`signal.setitimer`): the function runs at full speed;
-- elsewhere (another thread, Windows, or a timer already in use), with a trace function
-  (:func:`sys.settrace`) that looks at the clock on every line the function runs: slower,
-  but it needs no signal, and no second thread is started, so none is left running.
+  ``SIGALRM`` timer (:func:`signal.setitimer`): the function runs at full speed. A timer
+  already running (pytest-timeout's, say) is put back afterwards with the time it had
+  left, less the time the call took;
+- elsewhere (another thread, Windows, or a timer already running that is due first), with
+  a trace function (:func:`sys.settrace`) that looks at the clock on every line the
+  function runs: slower, but it needs no signal, and no second thread is started, so none
+  is left running.
 
 Either way the function is stopped between two Python steps: a single long NumPy call is
 not interrupted, only what follows it. :class:`TimeLimit` is a ``BaseException`` (like
-``KeyboardInterrupt``), so a learner's ``except Exception:`` does not swallow it; on the
-signal path the timer keeps firing until the function gives up.
+``KeyboardInterrupt``), so a learner's ``except Exception:`` does not swallow it. On the
+signal path the timer keeps firing until the function gives up, even through a bare
+``except:``; on the trace path a bare ``except:`` that swallows it ends the tracing (Python
+switches a trace function off once it raises), so such a function is not stopped there.
 """
 
 import signal
@@ -53,7 +58,7 @@ def call_with_time_limit(fn, args, kwargs, seconds):
         return fn(*args, **kwargs)
     _active.on = True
     try:
-        if _can_use_a_timer():
+        if _can_use_a_timer(seconds):
             return _with_timer(fn, args, kwargs, seconds)
         return _with_trace(fn, args, kwargs, seconds)
     finally:
@@ -67,9 +72,11 @@ class _Active(threading.local):
 _active = _Active()
 
 
-def _can_use_a_timer():
-    return (hasattr(signal, "setitimer") and threading.current_thread() is threading.main_thread()
-            and signal.getitimer(signal.ITIMER_REAL) == (0.0, 0.0))
+def _can_use_a_timer(seconds):
+    if not hasattr(signal, "setitimer") or threading.current_thread() is not threading.main_thread():
+        return False
+    left = signal.getitimer(signal.ITIMER_REAL)[0]
+    return left == 0.0 or left > seconds + 1.0     # no timer running, or one not due before ours
 
 
 def _with_timer(fn, args, kwargs, seconds):
@@ -80,15 +87,17 @@ def _with_timer(fn, args, kwargs, seconds):
             state["expired"] = True
             raise TimeLimit()
 
+    started = time.monotonic()
     previous = signal.signal(signal.SIGALRM, on_alarm)
-    signal.setitimer(signal.ITIMER_REAL, seconds, _REPEAT)
+    left, interval = signal.setitimer(signal.ITIMER_REAL, seconds, _REPEAT)   # returns the old timer
     try:
         result = fn(*args, **kwargs)
-        state["running"] = False
     finally:
         state["running"] = False
         signal.setitimer(signal.ITIMER_REAL, 0)
         signal.signal(signal.SIGALRM, previous)
+        if left:                  # put the timer that was running back, less the time spent here
+            signal.setitimer(signal.ITIMER_REAL, max(left - (time.monotonic() - started), 1e-3), interval)
     if state["expired"]:          # it caught TimeLimit and returned anyway, too late
         raise TimeLimit()
     return result
