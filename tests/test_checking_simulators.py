@@ -43,8 +43,9 @@ SIMULATORS = [   # (exercise, simulator with every mistake switched off)
 
 #: Simulators known to disagree, with the reason (reported to the lesson's engineer).
 KNOWN = {
-    ("attention_decode_step", False): "lesson 11's _decode with window set disagrees with the reference on "
-                                      "'a window not yet full' (out off by ~0.1): lesson 11's catalogue to fix",
+    ("attention_decode_step", False): (
+        "lesson 11's _decode with window set disagrees with the reference on 'a window not yet full' "
+        "(out off by ~0.1): lesson 11's catalogue to fix"),
 }
 
 

@@ -14,7 +14,6 @@ the tolerances stated on the exercise.
 
 import copy
 import functools
-import inspect
 import warnings
 from dataclasses import dataclass, field
 from typing import Callable, Optional
@@ -22,7 +21,7 @@ from typing import Callable, Optional
 import numpy as np
 
 from .blame import blame_helper
-from .compare import describe_case, difference, parameter_names
+from .compare import agrees, describe_case, difference, parameter_names
 from .deadline import TimeLimit, call_with_time_limit
 from .describe import describe
 
@@ -237,8 +236,7 @@ def diagnose(exercise, got, case):
             wrong = _call_on_copies(mistake.fn, case)[0]
         except Exception:  # a mistake that cannot run on this case says nothing about it
             continue
-        if difference(got, wrong, _names(exercise), exercise.rtol, exercise.atol,
-                      exercise.float32_ok, exercise.float64_rtol) is None:
+        if agrees(got, wrong, exercise.rtol, exercise.atol, exercise.float32_ok, exercise.float64_rtol):
             return mistake.message
     return None
 
@@ -251,8 +249,8 @@ def _in_place_mistake(exercise, got, case, changed):
         except Exception:
             continue
         if (changed_inputs(exercise, case, args, kwargs) == changed
-                and difference(got, wrong, _names(exercise), exercise.rtol, exercise.atol,
-                               exercise.float32_ok, exercise.float64_rtol) is None):
+                and agrees(got, wrong, exercise.rtol, exercise.atol, exercise.float32_ok,
+                           exercise.float64_rtol)):
             return f"on input {describe_case(case)}: {mistake.message}"
     return None
 
