@@ -5,8 +5,12 @@ implementation, a set of test cases and a catalogue of known mistakes. A
 learner's function is run on every case and compared with the reference. When
 it disagrees, we try each known mistake on the same input: if the learner's
 answer matches a mistake's answer, the learner is told *that* mistake in plain
-words ("K was computed with W_q"). Otherwise they get a generic but concrete
-description (wrong shape, NaN, largest difference and where).
+words ("K was computed with W_q"). Otherwise they are told what their answer
+looks like, when it has a pattern that can be seen (transposed, a constant factor,
+a float mask where a boolean one is asked, ...: :mod:`.describe`), or else a
+generic but concrete difference (wrong shape, NaN, largest difference and where:
+:mod:`.compare`). In a notebook each case has a time limit (:mod:`.deadline`); a
+function that calls another exercise's wrong function is told so (:mod:`.blame`).
 
 Any correct implementation passes: only the returned values are compared, with
 the tolerances stated on the exercise.
