@@ -9,6 +9,7 @@ stop with ``except Exception`` is stopped all the same.
 
 import dataclasses
 import signal
+import sys
 import textwrap
 import threading
 import time
@@ -197,3 +198,15 @@ def test_in_a_jupyter_kernel_it_is_stopped_on_the_main_thread_and_on_another():
     assert "did not return within 0.5 s" in "".join(main[0].traceback)
     printed = "".join(o.get("text", "") for o in nb.cells[3].outputs)
     assert "THREAD False" in printed and "did not return within 0.5 s" in printed
+
+
+def test_under_a_debugger_there_is_no_limit():
+    def tracer(frame, event, arg):          # what pdb or a coverage tool installs
+        return None
+
+    previous = sys.gettrace()
+    sys.settrace(tracer)
+    try:
+        assert call_with_time_limit(lambda: (time.sleep(0.3), "done")[1], (), {}, 0.05) == "done"
+    finally:
+        sys.settrace(previous)

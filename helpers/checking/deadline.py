@@ -18,6 +18,9 @@ not interrupted, only what follows it. :class:`TimeLimit` is a ``BaseException``
 signal path the timer keeps firing until the function gives up, even through a bare
 ``except:``; on the trace path a bare ``except:`` that swallows it ends the tracing (Python
 switches a trace function off once it raises), so such a function is not stopped there.
+
+While a debugger (or a coverage tool) traces the thread, there is no limit: a function
+paused at a breakpoint must not be stopped.
 """
 
 import signal
@@ -54,7 +57,7 @@ def call_with_time_limit(fn, args, kwargs, seconds):
     TimeLimit
         When ``fn`` was still running after ``seconds``.
     """
-    if seconds is None or _active.on:      # no limit, or inside a call that already has one
+    if seconds is None or _active.on or _debugged():   # no limit, one already, or a debugger
         return fn(*args, **kwargs)
     _active.on = True
     try:
@@ -63,6 +66,13 @@ def call_with_time_limit(fn, args, kwargs, seconds):
         return _with_trace(fn, args, kwargs, seconds)
     finally:
         _active.on = False
+
+
+def _debugged():
+    """Whether a debugger or coverage tool watches this thread (then no limit: it may pause)."""
+    monitoring = getattr(sys, "monitoring", None)              # Python 3.12+
+    return sys.gettrace() is not None or (
+        monitoring is not None and monitoring.get_tool(monitoring.DEBUGGER_ID) is not None)
 
 
 class _Active(threading.local):

@@ -333,7 +333,7 @@ _INVERTED = ("the mask is inverted: True means 'may attend', so keep the scores 
              "mask is True and set them to -inf where it is False.")
 
 _CAUSAL_ANYWAY = ("a causal mask was applied although none was given: with mask=None every query "
-                  "attends to every key. Mask only with the mask passed in, where it is passed.")
+                  "attends to every key. Apply a mask only when one is passed in.")
 
 
 def _causal_if_none(mask, Q, K, shift=None):
