@@ -474,13 +474,21 @@ IMPLEMENTATIONS = {
             def softmax_backward(y, dy, axis=-1):
                 return y * (dy - np.sum(dy * y, axis=-1, keepdims=True))
             """, feedback="the axis argument is ignored"),
-        Impl("Jacobian per slice", """
+        Impl("Jacobian per slice (right values, but it builds what the exercise forbids)", """
             def softmax_backward(y, dy, axis=-1):
                 ys, ds = np.moveaxis(y, axis, -1), np.moveaxis(dy, axis, -1)
                 out = np.empty_like(ys)
                 for idx in np.ndindex(ys.shape[:-1]):
                     J = np.diag(ys[idx]) - np.outer(ys[idx], ys[idx])
                     out[idx] = J.T @ ds[idx]
+                return np.moveaxis(out, -1, axis)
+            """, feedback="without building the Jacobian"),   # right values; the exercise forbids it
+        Impl("a loop over the slices, no Jacobian", """
+            def softmax_backward(y, dy, axis=-1):
+                ys, ds = np.moveaxis(y, axis, -1), np.moveaxis(dy, axis, -1)
+                out = np.empty_like(ys)
+                for idx in np.ndindex(ys.shape[:-1]):
+                    out[idx] = ys[idx] * (ds[idx] - ys[idx] @ ds[idx])
                 return np.moveaxis(out, -1, axis)
             """),
     ],
