@@ -6,9 +6,9 @@ the ipywidgets API common to 7.7 and 8, one figure redrawn per step, headless-sa
 
 import numpy as np
 
-from . import plots
-from .reference import mean_pool_kv_heads
-from .widgets import choice_slider, divisors
+from ... import plots
+from ...reference import mean_pool_kv_heads
+from ...widgets import choice_slider, divisors
 
 
 def kv_heads_slider(num_heads, value=None, description="kv heads"):
@@ -54,7 +54,7 @@ def kv_heads_explorer(grouped_query_attention, X, W_q, W_k, W_v, W_o, tokens, nu
     import ipywidgets as widgets
     from matplotlib.figure import Figure
 
-    from .widgets import head_count_slider
+    from ...widgets import head_count_slider
 
     d_model = X.shape[-1]
     heads = head_count_slider(d_model, value=num_heads)
