@@ -4,7 +4,7 @@ import matplotlib.pyplot as plt
 import numpy as np
 import pytest
 
-from helpers import widgets_inference as wi
+from helpers.lessons.l11_inference import widgets as wi
 from helpers.reference import sliding_window_mask
 
 

@@ -7,8 +7,11 @@ the ipywidgets API common to 7.7 and 8, one figure redrawn per step, headless-sa
 import numpy as np
 
 from ... import plots
-from ...reference import mean_pool_kv_heads
+from ...reference import causal_mask, mean_pool_kv_heads
 from ...widgets import choice_slider, divisors
+
+#: Okabe-Ito colours (colour-blind safe): the frame of a query head is its key/value head's.
+GROUP_COLOURS = ["#E69F00", "#56B4E9", "#009E73", "#F0E442", "#0072B2", "#D55E00", "#CC79A7", "#000000"]
 
 
 def kv_heads_slider(num_heads, value=None, description="kv heads"):
@@ -30,13 +33,14 @@ def cache_numbers_per_token(num_kv_heads, d_head, num_layers=1):
 
 
 def kv_heads_explorer(grouped_query_attention, X, W_q, W_k, W_v, W_o, tokens, num_heads,
-                      value=None, n_cached=4096, figsize=(8.5, 4.2), dpi=72):
-    """Lesson 04's head-count slider beside a kv-heads slider, above every query head's map.
+                      value=None, n_cached=4096, figsize=(8.5, 4.8), dpi=100):
+    """Lesson 04's head-count slider above a kv-heads slider, above every query head's map.
 
     ``W_k`` and ``W_v`` are multi-head matrices, ``(d_model, d_model)``; with ``g`` key/value
     heads each group's heads are averaged (:func:`helpers.reference.mean_pool_kv_heads`),
-    and each step calls ``grouped_query_attention(X, W_q, W_k_g, W_v_g, W_o, h, g)`` (the
-    learner's own, once written). The head-count slider offers the divisors of d_model;
+    and each step calls ``grouped_query_attention(X, W_q, W_k_g, W_v_g, W_o, h, g,
+    mask=causal_mask(n))`` (the learner's own, once written). Each query head's tile is framed
+    in the colour of the key/value head it reads (colours repeat beyond 8 kv heads). The head-count slider offers the divisors of d_model;
     the kv-heads slider the divisors of the current head count (moving the head count keeps
     the kv heads if they still divide it, else the largest divisor below). The title gives
     the cache size per token and for ``n_cached`` tokens, in float64.
@@ -67,14 +71,19 @@ def kv_heads_explorer(grouped_query_attention, X, W_q, W_k, W_v, W_o, tokens, nu
         d_head = d_model // h
         W_k_g = mean_pool_kv_heads(W_k, h, g)                  # (d_model, g * d_head)
         W_v_g = mean_pool_kv_heads(W_v, h, g)
-        _, weights = grouped_query_attention(X, W_q, W_k_g, W_v_g, W_o, h, g)   # (h, n, n)
-        fig.subplots_adjust(left=0.13, right=0.95, bottom=0.15, top=0.83)
-        plots.head_maps(weights, tokens, ax=fig.add_subplot())
+        _, weights = grouped_query_attention(X, W_q, W_k_g, W_v_g, W_o, h, g,
+                                             mask=causal_mask(len(X)))             # (h, n, n)
+        fig.subplots_adjust(left=0.13, right=0.95, bottom=0.2, top=0.8)
+        ax = fig.add_subplot()
+        plots.head_maps(weights, tokens, ax=ax)
+        frame_groups(ax, h, g, len(X))
         per_token = cache_numbers_per_token(g, d_head)
+        share = "multi-head" if g == h else f"1/{h // g} of multi-head"
         fig.suptitle(f"{h} query head{'s' if h > 1 else ''}, {g} key/value head{'s' if g > 1 else ''} "
-                     f"(groups of {h // g})\nKV cache: 2 × {g} × {d_head} = {per_token} numbers per "
-                     f"token, {per_token * n_cached * 8 / 2**20:.2f} MiB for {n_cached} tokens "
-                     f"(1/{h // g} of multi-head)")
+                     f"(groups of {h // g}; frame colour = the kv head a query head reads)\n"
+                     f"KV cache: 2 × {g} × {d_head} = {per_token} numbers per token, "
+                     f"{per_token * n_cached * 8 / 2**20:.2f} MiB for {n_cached} tokens ({share})",
+                     fontsize=10)
 
     def redraw(num_kv_heads=None, num_heads=None):
         h = heads.value if num_heads is None else num_heads
@@ -106,6 +115,19 @@ def kv_heads_explorer(grouped_query_attention, X, W_q, W_k, W_v, W_o, tokens, nu
     kv.observe(kv_moved, names="value")
     redraw()
     return widgets.VBox([heads, kv, image]), redraw
+
+
+def frame_groups(ax, num_heads, num_kv_heads, n):
+    """Frame each tile of :func:`helpers.plots.head_maps` in its key/value head's colour."""
+    from matplotlib.patches import Rectangle
+
+    _, cols = plots.head_grid(num_heads)
+    row_gap = 2 if num_heads <= 16 else 1                           # as head_maps lays them out
+    group = num_heads // num_kv_heads
+    for k in range(num_heads):
+        r, c = divmod(k, cols)
+        ax.add_patch(Rectangle((c * (n + 1) - 0.5, r * (n + row_gap) - 0.5), n, n, fill=False,
+                               linewidth=2.5, edgecolor=GROUP_COLOURS[(k // group) % len(GROUP_COLOURS)]))
 
 
 def receptive_fields(sliding_window_mask, n, window, num_layers):
