@@ -269,6 +269,8 @@ def attention_decode_step(x, cache, W_q, W_k, W_v, W_o, num_heads, num_kv_heads=
                             f"got {position!r}")
         if position < 0:
             raise ValueError(f"{where}: position must be >= 0 (the first token is 0), got {position}")
+        if d_head % 2:
+            raise ValueError(f"{where}: RoPE (position=...) needs an even d_head, got d_head={d_head}")
 
     q = (x @ mats["W_q"]).reshape(*batch, num_heads, 1, d_head)     # (..., h, 1, d_head)
     k = (x @ mats["W_k"]).reshape(*batch, num_kv_heads, 1, d_head)  # (..., g, 1, d_head)
