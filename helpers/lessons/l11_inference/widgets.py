@@ -39,11 +39,12 @@ def kv_heads_explorer(grouped_query_attention, X, W_q, W_k, W_v, W_o, tokens, nu
     ``W_k`` and ``W_v`` are multi-head matrices, ``(d_model, d_model)``; with ``g`` key/value
     heads each group's heads are averaged (:func:`helpers.reference.mean_pool_kv_heads`),
     and each step calls ``grouped_query_attention(X, W_q, W_k_g, W_v_g, W_o, h, g,
-    mask=causal_mask(n))`` (the learner's own, once written). Each query head's tile is framed
-    in the colour of the key/value head it reads (colours repeat beyond 8 kv heads). The head-count slider offers the divisors of d_model;
-    the kv-heads slider the divisors of the current head count (moving the head count keeps
-    the kv heads if they still divide it, else the largest divisor below). The title gives
-    the cache size per token and for ``n_cached`` tokens, in float64.
+    mask=causal_mask(n))`` (the learner's own, once written). Each query head's tile is
+    framed in the colour of the key/value head it reads (colours repeat beyond 8 kv heads).
+    The head-count slider offers the divisors of d_model; the kv-heads slider the divisors
+    of the current head count (moving the head count keeps the kv heads if they still divide
+    it, else the largest divisor below). The title gives the cache size per token and for
+    ``n_cached`` tokens, in float64.
 
     Returns
     -------
