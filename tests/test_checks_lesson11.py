@@ -12,7 +12,7 @@ import numpy as np
 import pytest
 
 from helpers import reference
-from helpers.comparing import difference
+from helpers.checking.compare import difference
 from helpers.exercises import EXERCISES, lesson11
 
 
