@@ -75,6 +75,17 @@ def gqa_groups_axis(X, W_q, W_k, W_v, W_o, num_heads, num_kv_heads, mask=None):
     return out @ W_o, A.reshape(num_heads, n, n)
 
 
+def gqa_reshape_without_transpose(X, W_q, W_k, W_v, W_o, num_heads, num_kv_heads, mask=None):
+    """Lesson 04's trap: (n, width) reshaped straight to (heads, n, d_head), and back."""
+    n, d_model = X.shape
+    group = num_heads // num_kv_heads
+    Q = (X @ W_q).reshape(num_heads, n, -1)
+    K = np.repeat((X @ W_k).reshape(num_kv_heads, n, -1), group, axis=0)
+    V = np.repeat((X @ W_v).reshape(num_kv_heads, n, -1), group, axis=0)
+    out, A = reference.scaled_dot_product_attention(Q, K, V, mask)
+    return out.reshape(n, d_model) @ W_o, A
+
+
 GQA_WRONG = {
     "np.tile instead of np.repeat": (lambda *a, mask=None: gqa_repeat(*a, mask, tile=True),
                                      "i % num_kv_heads"),
@@ -88,6 +99,8 @@ GQA_WRONG = {
         lambda *a, mask=None: (gqa_loop(*a, mask)[0],
                                gqa_loop(*a, mask)[1].reshape(a[-1], -1, len(a[0]), len(a[0])).mean(1)),
         "one map per QUERY head"),
+    "reshape without a transpose (lesson 04's trap)": (gqa_reshape_without_transpose,
+                                                        "split with a reshape and no transpose"),
 }
 
 GQA_RIGHT = {

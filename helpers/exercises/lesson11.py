@@ -134,6 +134,20 @@ def _gqa(X, W_q, W_k, W_v, W_o, h, g, mask=None, *, pair="div", scale="d_head", 
     return (out @ W_o if use_W_o else out), maps
 
 
+def _gqa_reshaped(X, W_q, W_k, W_v, W_o, h, g, mask=None):
+    """Heads split by a reshape without a transpose (and merged back the same way)."""
+    n, d_model = X.shape
+    d_head = d_model // h
+    Q = (X @ W_q).reshape(h, n, d_head)                      # pieces of several tokens per "head"
+    K = np.repeat((X @ W_k).reshape(g, n, d_head), h // g, axis=0)
+    V = np.repeat((X @ W_v).reshape(g, n, d_head), h // g, axis=0)
+    S = Q @ np.swapaxes(K, 1, 2) / np.sqrt(d_head)
+    if mask is not None:
+        S = np.where(mask, S, -np.inf)
+    A = _softmax_rows(S)
+    return (A @ V).reshape(n, d_model) @ W_o, A
+
+
 _PAIRING = ("query head i used key/value head i % num_kv_heads (heads 0, 1, 2, 3 on kv heads "
             "0, 1, 0, 1): that is what np.tile does. The heads of a group are neighbours: query "
             "head i uses kv head i // (num_heads // num_kv_heads) (0, 0, 1, 1), which is what "
@@ -158,6 +172,11 @@ GQA_MISTAKES = [
             "one map per QUERY head, (num_heads, n, n). The heads of a group share keys but "
             "not queries, so their maps differ.",
             lambda *a, mask=None: _gqa(*a, mask, weights_out="per kv head")),
+    Mistake("the heads were split with a reshape and no transpose: reshaping (n, width) straight "
+            "to (heads, n, d_head) cuts the row-major data in order, so a 'head' gets pieces of "
+            "several tokens (lesson 04's trap). Cut each token's row into heads first, "
+            "(n, heads, d_head), then bring the head axis to the front; merge back the same way.",
+            _gqa_reshaped),
 ]
 
 

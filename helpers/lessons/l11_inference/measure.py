@@ -37,6 +37,14 @@ def random_weights(d_model, num_heads, num_kv_heads=None, seed=0):
             scale * rng.standard_normal((d_model, d_model)))
 
 
+def label_log_y(ax):
+    """Label the log y axis at 1, 2 and 5 of every decade, so a line inside one decade can be read."""
+    from matplotlib.ticker import FuncFormatter, LogLocator
+
+    ax.yaxis.set_major_locator(LogLocator(subs=(1.0, 2.0, 5.0)))
+    ax.yaxis.set_major_formatter(FuncFormatter(lambda value, _: f"{value:g}"))
+
+
 def _step_calls(decode_step, n, d_model, num_heads, num_layers, rng, seed):
     """The three ways to produce token n + 1's output after n tokens, as zero-argument calls."""
     layers = [random_weights(d_model, num_heads, seed=seed + layer) for layer in range(num_layers)]
@@ -127,22 +135,26 @@ def flops_per_token(n, d_model, num_layers=1, mlp=0):
 def plot_time_per_token(timing, exponents, ranges, ax=None, title=None):
     """Time per generated token against n, log-log, one line per way; returns the Axes.
 
-    ``ranges`` maps each way to the ``(start, stop)`` of its fit, shown in the legend.
+    ``exponents`` and ``ranges`` map a way to its fitted exponent and the ``(start, stop)``
+    of its fit, shown in the legend; a way left out of them is drawn without a fit.
     """
     import matplotlib.pyplot as plt
 
     if ax is None:
-        _, ax = plt.subplots(figsize=(8, 5), layout="constrained")
+        _, ax = plt.subplots(figsize=(8, 5.4), layout="constrained")
     for i, (name, (n, t)) in enumerate(timing.items()):
-        start, stop = ranges[name]
-        ax.plot(n, 1e3 * t, "os^"[i % 3] + "-", color=COLOURS[i],
-                label=f"{name}: k = {exponents[name]:.2f} (fit n = {start}-{stop})")
+        label = name
+        if name in exponents:
+            start, stop = ranges[name]
+            label += f": fitted k = {exponents[name]:.2f} (n = {start} to {stop})"
+        ax.plot(n, 1e3 * t, "os^"[i % 3] + "-", color=COLOURS[i], label=label)
     n_all = sorted(set(np.concatenate([n for n, _ in timing.values()]).tolist()))
     log_axes(ax, xticks=n_all)
+    label_log_y(ax)
     ax.set_title(title or "Time to produce one more token, after n tokens")
     ax.set_xlabel("tokens so far n")
     ax.set_ylabel("median CPU time per token (ms)")
-    ax.legend(loc="upper left", fontsize=9)
+    ax.legend(loc="upper center", bbox_to_anchor=(0.5, -0.14), ncol=1, fontsize=9, frameon=False)
     return ax
 
 
@@ -221,6 +233,7 @@ def plot_window_costs(sizes, times, peaks, window):
     ax_time.set_ylabel("median CPU time per call (ms)")
     for ax in (ax_time, ax_mem):
         ax.legend(loc="upper left")
+        label_log_y(ax)
     fig.suptitle(f"Sliding-window attention (window = {window}) over n tokens")
     return fig, k_time, k_mem
 

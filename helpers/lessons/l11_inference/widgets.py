@@ -162,5 +162,5 @@ def receptive_field_figure(sliding_window_mask, n=16, window=4, num_layers=3):
                             f"reaches {farthest} back",
                       xlabel="token it can draw on j", ylabel="token i")
     fig.suptitle(f"Sliding window of {window}: each layer reaches window − 1 = {window - 1} "
-                 f"tokens further back")
+                 f"tokens further back (yellow: token i can draw on token j)")
     return fig
