@@ -132,6 +132,14 @@ def flops_per_token(n, d_model, num_layers=1, mlp=0):
             ALL_ROWS: L * every_row}
 
 
+def print_times(timing, sizes):
+    """One line per size n: each way's time per token in ms (a way not timed at n is left out)."""
+    for n_tokens in sizes:
+        parts = [f"{way} {1e3 * t[n == n_tokens][0]:.3f} ms" for way, (n, t) in timing.items()
+                 if n_tokens in n]
+        print(f"n = {n_tokens:>4}: " + ", ".join(parts))
+
+
 def plot_time_per_token(timing, exponents, ranges, ax=None, title=None):
     """Time per generated token against n, log-log, one line per way; returns the Axes.
 
@@ -236,6 +244,15 @@ def plot_window_costs(sizes, times, peaks, window):
         label_log_y(ax)
     fig.suptitle(f"Sliding-window attention (window = {window}) over n tokens")
     return fig, k_time, k_mem
+
+
+def tiled_and_grid_peaks(n=2048, d=64, block=64, seed=0):
+    """Peak traced bytes of lesson 06's causal tiled attention and of the masked grid, n tokens."""
+    rng = np.random.default_rng(seed)
+    Q, K, V = (rng.standard_normal((n, d)) for _ in range(3))               # (n, d) each
+    mask = reference.causal_mask(n)
+    return (measure.traced_peak(lambda: reference.causal_online_softmax_attention(Q, K, V, block)),
+            measure.traced_peak(lambda: reference.scaled_dot_product_attention(Q, K, V, mask)))
 
 
 def table(rows):
