@@ -14,10 +14,10 @@ import numpy as np
 
 from ... import measure, reference
 from ...plots import log_axes
-from . import generate
+from . import OKABE_ITO, generate
 
-#: Okabe-Ito colours (colour-blind safe), one per line.
-COLOURS = ["#0072B2", "#D55E00", "#009E73", "#CC79A7", "#E69F00", "#56B4E9"]
+#: One colour per line: blue, vermillion, green, purple, orange, sky blue (Okabe-Ito).
+COLOURS = [OKABE_ITO[i] for i in (5, 6, 3, 7, 1, 2)]
 
 WITH_CACHE = "cache"
 LAST_ROW = "no cache, last row only"

@@ -9,9 +9,11 @@ import numpy as np
 from ... import plots
 from ...reference import causal_mask, mean_pool_kv_heads
 from ...widgets import choice_slider, divisors
+from . import OKABE_ITO
 
-#: Okabe-Ito colours (colour-blind safe): the frame of a query head is its key/value head's.
-GROUP_COLOURS = ["#E69F00", "#56B4E9", "#009E73", "#F0E442", "#0072B2", "#D55E00", "#CC79A7", "#000000"]
+#: The frame of a query head is its key/value head's colour: orange, sky blue, green, blue,
+#: vermillion, purple, black, yellow (Okabe-Ito; yellow last, it is faint on white).
+GROUP_COLOURS = [OKABE_ITO[i] for i in (1, 2, 3, 5, 6, 7, 0, 4)]
 
 
 def kv_heads_slider(num_heads, value=None, description="kv heads"):
