@@ -293,6 +293,9 @@ PADDING_WRONG = {
     "combined with the causal mask": (
         lambda lengths, n: padding_loop(lengths, n) & np.tril(np.ones((n, n), bool)),
         "the causal mask is already combined in"),
+    "key 0 for an empty sequence, against NaN": (
+        lambda lengths, n: np.arange(n)[None, None, :] < np.maximum(np.asarray(lengths), 1)[:, None, None],
+        "a sequence of length 0 was given key 0"),
     "an additive mask": (lambda lengths, n: np.where(padding_loop(lengths, n), 0, -1e9).astype(float),
                          "this is an additive mask"),
 }

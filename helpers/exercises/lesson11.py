@@ -21,10 +21,12 @@ How the cases tell the mistakes apart:
   ``t + 1 - window`` without ``max(0, ...)`` counts from the end) and a window of 1 follow.
   The contract keeps the cache in order, oldest first: a cache with the right tokens in
   another order (the new one first, or a rolling buffer's slots) is told so;
-- ``key_padding_mask``'s first case has lengths ``[3, 5, 1]`` in 5 tokens: True and False
+- ``key_padding_mask``'s first case has lengths ``[3, 0, 5, 1]`` in 5 tokens: True and False
   both occur, the inverted mask (PyTorch's True = blocked), one key too many, left padding,
-  the padding of queries instead of keys and the shapes ``(B, n)`` and ``(B, n, n)`` all differ;
-  a length-0 sequence and a batch of one follow.
+  the padding of queries instead of keys, the shapes ``(B, n)`` and ``(B, n, n)`` and a key
+  given to the empty sequence all differ (an empty sequence in the first case, so that a
+  mask right but for its dtype is told so, not taken for that last mistake); a batch of one
+  follows.
 
 Each mistake's simulator, with nothing switched on, is the reference (a test says so).
 The mistakes are written out here with NumPy; the tests (``tests/test_checks_lesson11.py``)
@@ -389,18 +391,22 @@ DECODE_MISTAKES = [
 
 # ------------------------------------------------------------ key_padding_mask
 def padding_cases(rng, hidden):
-    batches = [([3, 5, 1], 5), ([2, 0, 4], 4), ([6], 6), ([1, 2], 3)]
+    batches = [([3, 0, 5, 1], 5), ([2, 0, 4], 4), ([6], 6), ([1, 2], 3)]
     if hidden:   # the grader's sizes, drawn afresh for each grading run
         n = int(rng.integers(4, 8))
-        batches = [([int(v) for v in rng.integers(1, n, size=2)] + [n], n), ([0, int(rng.integers(1, 4))], 4),
+        batches = [([int(v) for v in rng.integers(1, n, size=2)] + [0, n], n),
+                   ([0, int(rng.integers(1, 4))], 4),
                    ([n + 1], n + 1), ([int(v) for v in rng.integers(1, 5, size=3)], 5)]
     return [Case((lengths, n), label=f"lengths={lengths}, n={n}") for lengths, n in batches]
 
 
-def _padding(lengths, n, *, low=0, high="length", side="right", axis="keys", slice_end=False):
+def _padding(lengths, n, *, low=0, high="length", side="right", axis="keys", slice_end=False,
+             empty="no key"):
     """The key padding mask written one sequence at a time, with one thing done wrong."""
     mask = np.zeros((len(lengths), 1, n), dtype=bool)
     for b, length in enumerate(lengths):
+        if empty == "key 0":                               # an empty sequence "may see" key 0
+            length = max(length, 1)
         if slice_end:                                      # mask[..., :-(n - length)]: -0 is 0
             mask[b, 0, :-(n - length)] = True
         elif side == "left":
@@ -446,6 +452,10 @@ PADDING_MISTAKES = [
             "are computed and ignored) and it is not the key mask. Return (B, 1, n), True where "
             "key j < lengths[b].",
             lambda lengths, n: _padding(lengths, n, axis="both")),
+    Mistake("a sequence of length 0 was given key 0 (a padding token) to attend to. Its row must be "
+            "all False: it has no real key. That does not give NaN here: the course's attention "
+            "gives a row with no allowed key zero weights and a zero output.",
+            lambda lengths, n: _padding(lengths, n, empty="key 0")),
     Mistake(_ADDITIVE.format(rule="j < lengths[b]"),
             lambda lengths, n: np.where(_padding(lengths, n), 0.0, -np.inf)),
     Mistake(_ADDITIVE.format(rule="j < lengths[b]"),
