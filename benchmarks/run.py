@@ -369,6 +369,7 @@ def bench_generation(repeat):
           f"one layer (median of {repeat})")
     X = np.random.default_rng(0).standard_normal((n, d_model))
     W = measure11.random_weights(d_model, h)
+    measure11.keep_freed_memory()          # time the steps, not the OS's fresh pages
 
     def with_cache(g=h, weights=W):
         return generate.decode_sequence(reference.attention_decode_step, X, weights, h, g)[0]

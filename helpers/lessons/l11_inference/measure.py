@@ -45,6 +45,20 @@ def label_log_y(ax):
     ax.yaxis.set_major_formatter(FuncFormatter(lambda value, _: f"{value:g}"))
 
 
+def keep_freed_memory(size=16 * 2**20):
+    """Let the C allocator keep the memory NumPy frees, so that timings do not include the OS's.
+
+    A decode step makes new arrays the size of the cache. Freed, a large array may go back
+    to the operating system, and the next step then waits for fresh pages: on a Linux
+    machine that can cost ten times the step itself at a few thousand tokens, or not at all,
+    depending on what the process allocated before. Allocating and freeing one block of
+    ``size`` bytes (16 MiB) makes glibc's allocator keep blocks up to that size for reuse,
+    as a long-running program's would; elsewhere it does no harm.
+    """
+    block = np.ones(size // 8)
+    del block
+
+
 def _step_calls(decode_step, n, d_model, num_heads, num_layers, rng, seed):
     """The three ways to produce token n + 1's output after n tokens, as zero-argument calls."""
     layers = [random_weights(d_model, num_heads, seed=seed + layer) for layer in range(num_layers)]
@@ -86,6 +100,7 @@ def time_per_token(decode_step, sizes, d_model=64, num_heads=4, num_layers=1, ma
     -------
     dict name -> (sizes ndarray, seconds ndarray), one entry per way (:data:`WAYS`)
     """
+    keep_freed_memory()
     rng = np.random.default_rng(seed)
     timing = {way: ([], []) for way in WAYS}
     for n in sizes:
@@ -110,6 +125,20 @@ def fit_range(timing, start, stop):
         keep = (n >= low) & (n <= high)
         fits[name] = reference.fit_power_law(n[keep], t[keep])
     return fits
+
+
+def fit_line(sizes, seconds):
+    """``a + b * n`` fitted to times, each point weighted by 1 / its time (relative errors).
+
+    Returns
+    -------
+    a, b : float
+        The fixed cost (seconds) and the cost per unit of n (seconds).
+    """
+    n, t = np.asarray(sizes, dtype=float), np.asarray(seconds, dtype=float)
+    design = np.stack([np.ones_like(n), n], axis=1) / t[:, None]       # rows divided by t
+    (a, b), *_ = np.linalg.lstsq(design, np.ones_like(t), rcond=None)
+    return float(a), float(b)
 
 
 def flops_per_token(n, d_model, num_layers=1, mlp=0):
@@ -174,6 +203,7 @@ def gqa_step_times(decode_step, n, kv_heads, d_model=64, num_heads=8, repeat=7, 
     -------
     dict num_kv_heads -> seconds
     """
+    keep_freed_memory()
     rng = np.random.default_rng(seed)
     d_head = d_model // num_heads
     times = {}
@@ -209,6 +239,7 @@ def window_costs(window, sizes, d=32, repeat=3, seed=0, clock=time.process_time)
         Seconds per call (this process's CPU time by default, see :func:`time_per_token`)
         and peak bytes, for ``"band by band"`` and ``"whole grid, masked"``.
     """
+    keep_freed_memory()
     rng = np.random.default_rng(seed)
 
     def versions(n):
