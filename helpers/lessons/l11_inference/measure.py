@@ -14,10 +14,11 @@ import numpy as np
 
 from ... import measure, reference
 from ...plots import log_axes
-from . import OKABE_ITO, generate
+from ...plots import LINES
+from . import generate
 
-#: One colour per line: blue, vermillion, green, purple, orange, sky blue (Okabe-Ito).
-COLOURS = [OKABE_ITO[i] for i in (5, 6, 3, 7, 1, 2)]
+#: One colour per line: the course's palette for series (Okabe-Ito).
+COLOURS = LINES
 
 WITH_CACHE = "cache"
 LAST_ROW = "no cache, last row only"

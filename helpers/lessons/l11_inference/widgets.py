@@ -9,11 +9,11 @@ import numpy as np
 from ... import plots
 from ...reference import causal_mask, mean_pool_kv_heads
 from ...widgets import choice_slider, divisors
-from . import OKABE_ITO
+from ...plots import BLACK, BLUE, GREEN, ORANGE, PURPLE, SKY_BLUE, VERMILLION, YELLOW
 
 #: The frame of a query head is its key/value head's colour: orange, sky blue, green, blue,
 #: vermillion, purple, black, yellow (Okabe-Ito; yellow last, it is faint on white).
-GROUP_COLOURS = [OKABE_ITO[i] for i in (1, 2, 3, 5, 6, 7, 0, 4)]
+GROUP_COLOURS = [ORANGE, SKY_BLUE, GREEN, BLUE, VERMILLION, PURPLE, BLACK, YELLOW]
 
 
 def kv_heads_slider(num_heads, value=None, description="kv heads"):
