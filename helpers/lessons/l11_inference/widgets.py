@@ -130,7 +130,7 @@ def frame_groups(ax, num_heads, num_kv_heads, n):
     for k in range(num_heads):
         r, c = divmod(k, cols)
         ax.add_patch(Rectangle((c * (n + 1) - 0.5, r * (n + row_gap) - 0.5), n, n, fill=False,
-                               linewidth=2.5, edgecolor=GROUP_COLOURS[(k // group) % len(GROUP_COLOURS)]))
+                               linewidth=2.5 if num_heads <= 16 else 1.0, edgecolor=GROUP_COLOURS[(k // group) % len(GROUP_COLOURS)]))
 
 
 def receptive_fields(sliding_window_mask, n, window, num_layers):
