@@ -127,10 +127,12 @@ def frame_groups(ax, num_heads, num_kv_heads, n):
     _, cols = plots.head_grid(num_heads)
     row_gap = 2 if num_heads <= 16 else 1                           # as head_maps lays them out
     group = num_heads // num_kv_heads
+    width = 2.5 if num_heads <= 16 else 1.0                         # thinner around small tiles
     for k in range(num_heads):
         r, c = divmod(k, cols)
+        colour = GROUP_COLOURS[(k // group) % len(GROUP_COLOURS)]
         ax.add_patch(Rectangle((c * (n + 1) - 0.5, r * (n + row_gap) - 0.5), n, n, fill=False,
-                               linewidth=2.5 if num_heads <= 16 else 1.0, edgecolor=GROUP_COLOURS[(k // group) % len(GROUP_COLOURS)]))
+                               linewidth=width, edgecolor=colour))
 
 
 def receptive_fields(sliding_window_mask, n, window, num_layers):
