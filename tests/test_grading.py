@@ -986,6 +986,23 @@ IMPLEMENTATIONS.update({
                 return np.concatenate(parts) @ W_o, {"K": K, "V": V}
             """),
     ],
+    "key_padding_mask": [
+        Impl("True = padding, PyTorch's convention", """
+            def key_padding_mask(lengths, n):
+                return np.arange(n)[None, None, :] >= np.asarray(lengths)[:, None, None]
+            """, feedback="the mask is inverted"),
+        Impl("no query axis", """
+            def key_padding_mask(lengths, n):
+                return np.arange(n)[None, :] < np.asarray(lengths)[:, None]
+            """, feedback="Add an axis for the queries"),
+        Impl("a loop over the sequences", """
+            def key_padding_mask(lengths, n):
+                mask = np.zeros((len(lengths), 1, n), dtype=bool)
+                for b, length in enumerate(lengths):
+                    mask[b, 0, :length] = True
+                return mask
+            """),
+    ],
 })
 
 def test_every_exercise_has_at_least_two_wrong_and_one_right_implementation():
