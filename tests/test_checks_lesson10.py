@@ -233,14 +233,7 @@ def updates_of(X, layers, num_heads, mask=None):
 def patch_right(X, X_source, layers, num_heads, layer, positions, mask=None):
     """The source's updates first, then a loop over sentences copying them in (right)."""
     lent = updates_of(X_source, layers, num_heads, mask)[layer - 1]
-    for number, matrices in enumerate(layers, start=1):
-        out, weights = multi_head_attention(X, *matrices, num_heads, mask)
-        if number == layer:
-            out = out.copy()
-            for b in range(len(X)):
-                out[b, positions[b]] = lent[b, positions[b]]
-        X = X + out
-    return X, weights
+    return patch_with(X, lent, layers, num_heads, layer, positions, mask)
 
 
 def patch_stream_difference(X, X_source, layers, num_heads, layer, positions, mask=None):

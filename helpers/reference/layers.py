@@ -119,10 +119,7 @@ def patched_stack(X, X_source, layers, num_heads, layer, positions, mask=None):
 
     Returns
     -------
-    X_out : ndarray, shape (B, n, d_model)
-        The stream after the last layer.
-    weights : ndarray, shape (B, num_heads, n, n)
-        The last layer's attention weights (where a pointer reads).
+    (X_out, weights) : as for :func:`ablated_stack`, for the run on ``X``.
     """
     where = "patched_stack"
     X, layer, positions = _check_stack(where, X, layers, layer, positions)
