@@ -12,7 +12,8 @@ import numpy as np
 import pytest
 
 from finite_differences import central_differences
-from helpers import reference, run_cache
+from helpers import reference
+from helpers.lessons import l10_two_layers
 from helpers.lessons.l10_two_layers import induction
 
 D = 4          # a tiny model for the exact tests
@@ -127,9 +128,9 @@ def test_removing_the_last_layer_at_the_source_cannot_change_the_querys_guess():
 
 
 # ------------------------------------------------------------------ the lesson's claims
-@run_cache.shared
 def trained(num_layers):
-    return induction.train_runs(num_layers)
+    """The lesson's five seeds (the notebooks' call, so that a test run trains them once)."""
+    return l10_two_layers.train_runs(num_layers=num_layers, seeds=range(5))
 
 
 @pytest.fixture(scope="module")

@@ -8,15 +8,17 @@
 - :mod:`.plots`     -- the lesson's figures (routes over seeds, induction maps and circuits).
 
 Entry points: ``train(task, *, num_layers=1, ...)``, ``evaluate(result, params=None)``,
-``ablate(result, layer, at)``, ``patch(result, layer, at)`` and ``train_word_readout(task, ...)``.
+``ablate(result, layer, at)``, ``patch(result, layer, at)``, ``train_word_readout(task, ...)``
+and ``train_runs(num_layers, seeds)`` (the induction model, five seeds at once).
 """
 
 from ... import run_cache
-from . import model
+from . import induction, model
 from .model import ablate, evaluate, patch
 
 # tests only: each computed once per test run (helpers/run_cache.py)
 train = run_cache.shared(model.train)
 train_word_readout = run_cache.shared(model.train_word_readout)
+train_runs = run_cache.shared(induction.train_runs)      # the induction model, several seeds at once
 
-__all__ = ["ablate", "evaluate", "patch", "train", "train_word_readout"]
+__all__ = ["ablate", "evaluate", "patch", "train", "train_runs", "train_word_readout"]
