@@ -203,7 +203,29 @@ def stack_without_mask(X, layers, num_heads, layer, positions, mask=None):
     return stack_right(X, layers, num_heads, layer, positions)
 
 
+def stack_input_zeroed(X, layers, num_heads, layer, positions, mask=None):
+    for number, matrices in enumerate(layers, start=1):
+        if number == layer:
+            X = X.copy()
+            for b in range(len(X)):
+                X[b, positions[b]] = 0.0                  # zeroes what the layer reads there
+        out, weights = multi_head_attention(X, *matrices, num_heads, mask)
+        X = X + out
+    return X, weights
+
+
+def stack_first_position_only(X, layers, num_heads, layer, positions, mask=None):
+    keep = np.ones(X.shape[:2])
+    keep[np.arange(len(X)), positions[:, 0]] = 0          # one token per sentence
+    for number, matrices in enumerate(layers, start=1):
+        out, weights = multi_head_attention(X, *matrices, num_heads, mask)
+        X = X + (out * keep[..., None] if number == layer else out)
+    return X, weights
+
+
 STACK_WRONG = {
+    "the input zeroed": (stack_input_zeroed, "the layer's *input* was zeroed"),
+    "positions[b, 0] only": (stack_first_position_only, "only the first position of each sentence"),
     "keep[:, positions] = 0": (stack_every_sentences_positions, "at *all* sentences' positions"),
     "mask dropped": (stack_without_mask, "the mask was ignored"),
     "layers[layer]": (stack_from_zero, "one layer too late"),

@@ -1,4 +1,4 @@
-"""Lesson 10 exercises: ``residual_attention_backward`` and ``ablated_stack``.
+"""Lesson 10 exercises: ``residual_attention_backward``, ``ablated_stack`` and ``patched_stack``.
 
 How the cases make each known mistake show, in the order a check meets them:
 
@@ -11,12 +11,22 @@ residual_attention_backward
     shows), one head, and a batch of sentences ``(B, n, d_model)`` (the lesson's use).
 ablated_stack
     the first case is two layers, one head, layer 1's update removed at one token per
-    sentence, a different token in each of three sentences: removing it in layer 2
-    (layers counted from 0), in every layer, at every token, at sentence 0's token in
-    every sentence, zeroing the whole stream there, masking attention *to* the token,
-    forgetting the residual or returning layer 1's weights all give other numbers.
-    Then three layers and two heads with two tokens per sentence, a causal mask, the
-    last layer (only the stream changes, not the weights), and a single layer.
+    sentence, a different token in each of three or four sentences, with more tokens than
+    sentences: removing it in layer 2 (layers counted from 0), in every layer, at every
+    token, at sentence 0's token in every sentence, at every sentence's tokens in all
+    (``keep[:, positions]``), zeroing the whole stream there or the layer's input, masking
+    attention *to* the token, forgetting the residual or returning layer 1's weights all
+    give other numbers. Then three layers and two heads with two tokens per sentence (where
+    using only ``positions[b, 0]`` shows), a causal mask (a dropped mask shows), the last
+    layer (only the stream changes, not the weights), and a single layer.
+patched_stack
+    the first case is three layers, one head, layer 2 patched at one token per sentence
+    from a source close to each sentence: the own update, a zero, the source's stream, the
+    update of layer 2 run on the source's embeddings (skipping layer 1), the two runs
+    swapped, source sentence 0 for all, the wrong layer, every layer, every position,
+    sentence 0's positions, no residual or the patched layer's weights all give other
+    numbers. Then two layers and two heads with two tokens, a causal mask, the last layer
+    and a single layer.
 
 Tolerances: ``rtol=1e-6, atol=1e-10``; every order of the same operations agrees to
 about 1e-14 here.
@@ -156,6 +166,8 @@ def _stack(X, layers, num_heads, layer, positions, mask=None, *, which="right", 
     mask = mask if use_mask else None
     chosen = np.zeros((B, n), dtype=bool)
     picked = positions if where == "given" else np.broadcast_to(positions[0], positions.shape)
+    if where == "first column":                                   # positions[b, 0] only
+        picked = positions[:, :1]
     chosen[np.arange(B)[:, None], picked] = True
     if where == "all sentences'":                                 # keep[:, positions] = 0
         chosen[:, np.unique(positions)] = True
@@ -165,6 +177,8 @@ def _stack(X, layers, num_heads, layer, positions, mask=None, *, which="right", 
                "none": []}[which]
     kept = None
     for number, matrices in enumerate(layers, start=1):
+        if number in targets and how == "input":                  # the layer's input zeroed there
+            X = np.where(chosen[..., None], 0.0, X)
         hide = chosen if (number in targets and how == "keys") else None
         out, weights = _attend(X, matrices, num_heads, mask, hide)
         if number in targets and how == "update":
@@ -203,6 +217,12 @@ STACK_MISTAKES = [
                    where="all sentences'"),
     _stack_mistake("the mask was ignored: pass it on to every layer's attention (each layer uses "
                    "the same mask).", use_mask=False),
+    _stack_mistake("the layer's *input* was zeroed at those positions: the layer runs on the stream as "
+                   "it is; only what it adds there (its output at those positions) is removed.",
+                   how="input"),
+    _stack_mistake("only the first position of each sentence was used: positions[b] may hold several "
+                   "tokens (positions is (B, k)); remove the update at all k of them.",
+                   where="first column"),
     _stack_mistake("the residual connection is missing: each layer *adds* its output to its "
                    "input, X = X + out (not X = out).", residual=False),
     _stack_mistake("the weights returned are the ablated layer's: return the *last* layer's "
