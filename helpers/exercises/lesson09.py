@@ -44,6 +44,7 @@ import numpy as np
 
 from .. import reference
 from ..checking import Case, Exercise, Mistake
+from ._cases import sizer
 
 LESSON = "09_position"
 
@@ -53,7 +54,7 @@ def make_sinusoidal_cases(rng, hidden):
     specs = [(6, 8, None), (5, 4, 50.0), (3, 12, None), (1, 2, None), (9, 6, 10.0), (40, 16, None)]
     if hidden:   # the grader's sizes, drawn afresh for each grading run
         even = lambda low, high: 2 * int(rng.integers(low, high + 1))
-        size = lambda low, high: int(rng.integers(low, high + 1))
+        size = sizer(rng)
         specs = [(size(4, 9), even(3, 6), None), (size(3, 7), even(2, 4), float(rng.choice([50.0, 300.0]))),
                  (size(2, 5), even(5, 8), None), (1, 2, None), (size(6, 12), even(2, 5), 10.0),
                  (size(50, 80), even(8, 16), None)]      # longer than any visible table
@@ -164,7 +165,7 @@ def _rope_case(rng, shape, positions, label, base=None):
 
 def make_rope_cases(rng, hidden):
     if hidden:
-        size = lambda low, high: int(rng.integers(low, high + 1))
+        size = sizer(rng)
         n, d = size(3, 6), 2 * size(2, 4)
         m = size(4, 7)
         gaps = rng.choice(np.arange(1, 40), size=m, replace=False)
@@ -257,7 +258,7 @@ def make_rotary_attention_cases(rng, hidden):
             _attention_case(rng, (), 4, 4, 2, "negative positions, as a tuple", positions=[-3, -1, 0, 4]),
             _attention_case(rng, (), 1, 4, 2, "a single token", positions=[3]),
         ]
-    size = lambda low, high: int(rng.integers(low, high + 1))
+    size = sizer(rng)
     n, m, long = size(4, 7), size(3, 6), size(24, 40)
     gaps = lambda count, top: np.sort(rng.choice(top, size=count, replace=False))
     return [
@@ -321,7 +322,7 @@ def _backward_case(rng, shape, positions, label, base=None):
 
 def make_rope_backward_cases(rng, hidden):
     if hidden:
-        size = lambda low, high: int(rng.integers(low, high + 1))
+        size = sizer(rng)
         n, m, long = size(3, 6), size(3, 5), size(30, 60)
         return [
             _backward_case(rng, (n, 2 * size(2, 4)), np.arange(n), "consecutive positions"),
