@@ -272,7 +272,8 @@ def rotary_own_positions(Q, K, V, positions, mask=None):
 
 
 def rotary_mask_dropped(Q, K, V, positions, mask=None):
-    return reference.scaled_dot_product_attention(reference.rope(Q, positions), reference.rope(K, positions), V)
+    Q, K = reference.rope(Q, positions), reference.rope(K, positions)
+    return reference.scaled_dot_product_attention(Q, K, V)
 
 
 ROTARY_RIGHT = {"by hand": rotary_by_hand, "composed": rotary_reference_parts,

@@ -134,7 +134,8 @@ STUB_SOURCE = 'def rope(x, positions):\n    """Rotate."""\n    raise NotImplemen
 
 
 def test_continuous_headings_pass():
-    nb = notebook(("md", "# Lesson\n## 1. One"), ("md", "## 2. Two\n### 2.1 not counted"), ("md", "## 3. Three"))
+    nb = notebook(("md", "# Lesson\n## 1. One"), ("md", "## 2. Two\n### 2.1 not counted"),
+                  ("md", "## 3. Three"))
     assert section_problems(nb) == []
 
 
