@@ -86,8 +86,14 @@ def accuracy_by_shift(results, *, baseline=None,
     ax.plot([], [], color=GREY, alpha=0.6, linewidth=1, label="faint lines: one seed each")
     ax.set_xticks(shifts)
     ax.set_ylim(-0.03, 1.03)
-    ax.set_xlabel("shift k (filler words before the sentence)")
-    ax.set_ylabel("held-out accuracy (both answers right)")
+    return _finish(fig, ax, "shift k (filler words before the sentence)",
+                   "held-out accuracy (both answers right)", title)
+
+
+def _finish(fig, ax, xlabel, ylabel, title):
+    """Label an accuracy figure, its legend outside on the right (clear of the lines), and lay it out."""
+    ax.set_xlabel(xlabel)
+    ax.set_ylabel(ylabel)
     ax.set_title(title)
     ax.legend(fontsize=9, loc="upper left", bbox_to_anchor=(1.01, 1))
     fig.tight_layout()
@@ -119,9 +125,4 @@ def accuracy_by_band(results, *, chance, title=""):
                   labels=[f"{band}" + ("\n(trained)" if i == 0 else "\n(never trained)")
                           for i, band in enumerate(bands)])
     ax.set_ylim(0, 1.05)
-    ax.set_xlabel("positions scored")
-    ax.set_ylabel("accuracy (token two back)")
-    ax.set_title(title)
-    ax.legend(fontsize=8, loc="upper left", bbox_to_anchor=(1.01, 1))
-    fig.tight_layout()
-    return fig
+    return _finish(fig, ax, "positions scored", "accuracy (token two back)", title)
