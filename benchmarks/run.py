@@ -22,7 +22,8 @@ something crashes). Timings depend on the machine and on what else runs on it.
    relation has its own head (>= 0.6 of that head's weight), seed by seed.
    Lesson 09: ``l09_position.train("two_relations", num_heads=2, position=..., shifts=(0, 1, 2, 4, 8))``
    for each way of encoding position: run time (wall and this process's CPU time) and the
-   held-out accuracy at each shift; then the two-back task (``l09_position.train_two_back``).
+   held-out accuracy at each shift; then the two-back task (``l09_position.train_two_back``),
+   scored by band of positions (``two_back.by_band``).
    Target: <= 2 s per run (a quiet machine).
 4. One step of each lesson's slider (lesson 02's d_k, lesson 03's query of "sat", lesson
    04's head count, lesson 11's kv heads), built by the same ``helpers`` calls the lessons make: median time
@@ -77,7 +78,7 @@ TARGET_ACCURACY = 0.95
 TARGET_HEAD_SHARE = 0.6
 GENERATION = dict(n=256, d_model=64, num_heads=8)   # lesson 11: tokens generated, model size
 TARGET_POSITION_RUN = 2.0   # seconds: one lesson 09 training run
-POSITION = dict(shifts=(0, 1, 2, 4, 8), lengths=(16, 24, 64))   # lesson 09's shifts; two-back lengths
+POSITION = dict(shifts=(0, 1, 2, 4, 8))     # lesson 09's shifts
 LAYERS = dict(steps=None, targets={"adjective": 2.0, "induction": 12.0})   # lesson 10, seconds
 
 
@@ -245,14 +246,17 @@ def bench_position():
         accuracy = "  ".join(f"k={k} {a:.3f}" for k, a in result["accuracy_by_shift"].items())
         print(f"   {position:<11} {wall:>5.2f} s {cpu:>5.2f} s   {accuracy}   "
               f"{verdict(wall <= TARGET_POSITION_RUN)}")
-    print(f"   two back (train on {position_tasks.TRAIN_LENGTH} tokens), seed 0:")
+    print(f"   two back (train on {position_tasks.TRAIN_LENGTH} tokens), seed 0: accuracy / weight on the "
+          f"token two back, by band of positions (run on {max(e for _, e in position_tasks.BANDS)} tokens)")
     for position in ("sinusoidal", "rope"):
         wall = time.perf_counter()
-        result = l09_position.train_two_back(position, lengths=POSITION["lengths"],
+        result = l09_position.train_two_back(position, lengths=(position_tasks.TRAIN_LENGTH,),
                                              steps=TRAINING["steps"] or position_tasks.STEPS)
         wall = time.perf_counter() - wall
-        accuracy = "  ".join(f"{L} tokens {a:.3f}" for L, a in result["accuracy_by_length"].items())
-        print(f"   {position:<11} {wall:>5.2f} s   {accuracy}")
+        bands = "  ".join(f"{band} {v['accuracy']:.3f}/{v['weight']:.2f}"
+                          for band, v in position_tasks.by_band(result).items())
+        print(f"   {position:<11} {wall:>5.2f} s   {bands}")
+    return met
 
 
 # --------------------------------------------------------------------------- 3c

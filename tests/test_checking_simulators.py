@@ -39,14 +39,11 @@ SIMULATORS = [   # (exercise, simulator with every mistake switched off)
     ("ablated_stack", lesson10._stack),
     ("grouped_query_attention", lesson11._gqa),
     ("attention_decode_step", lesson11._decode),
+    ("key_padding_mask", lesson11._padding),
 ]
 
 #: Simulators known to disagree, with the reason (reported to the lesson's engineer).
-KNOWN = {
-    ("attention_decode_step", False): (
-        "lesson 11's _decode with window set disagrees with the reference on 'a window not yet full' "
-        "(out off by ~0.1): lesson 11's catalogue to fix"),
-}
+KNOWN = {}
 
 
 def _rows():
