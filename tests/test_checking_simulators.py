@@ -37,6 +37,7 @@ SIMULATORS = [   # (exercise, simulator with every mistake switched off)
     ("rotary_attention", lesson09._rotary),
     ("residual_attention_backward", lesson10._residual_grads),
     ("ablated_stack", lesson10._stack),
+    ("patched_stack", lesson10._patched),
     ("grouped_query_attention", lesson11._gqa),
     ("attention_decode_step", lesson11._decode),
     ("key_padding_mask", lesson11._padding),
