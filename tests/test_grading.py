@@ -474,13 +474,21 @@ IMPLEMENTATIONS = {
             def softmax_backward(y, dy, axis=-1):
                 return y * (dy - np.sum(dy * y, axis=-1, keepdims=True))
             """, feedback="the axis argument is ignored"),
-        Impl("Jacobian per slice", """
+        Impl("Jacobian per slice (right values, but it builds what the exercise forbids)", """
             def softmax_backward(y, dy, axis=-1):
                 ys, ds = np.moveaxis(y, axis, -1), np.moveaxis(dy, axis, -1)
                 out = np.empty_like(ys)
                 for idx in np.ndindex(ys.shape[:-1]):
                     J = np.diag(ys[idx]) - np.outer(ys[idx], ys[idx])
                     out[idx] = J.T @ ds[idx]
+                return np.moveaxis(out, -1, axis)
+            """, feedback="without building the Jacobian"),   # right values; the exercise forbids it
+        Impl("a loop over the slices, no Jacobian", """
+            def softmax_backward(y, dy, axis=-1):
+                ys, ds = np.moveaxis(y, axis, -1), np.moveaxis(dy, axis, -1)
+                out = np.empty_like(ys)
+                for idx in np.ndindex(ys.shape[:-1]):
+                    out[idx] = ys[idx] * (ds[idx] - ys[idx] @ ds[idx])
                 return np.moveaxis(out, -1, axis)
             """),
     ],
@@ -976,6 +984,23 @@ IMPLEMENTATIONS.update({
                     w = np.exp(s - s.max())
                     parts.append(w / w.sum() @ V[j])
                 return np.concatenate(parts) @ W_o, {"K": K, "V": V}
+            """),
+    ],
+    "key_padding_mask": [
+        Impl("True = padding, PyTorch's convention", """
+            def key_padding_mask(lengths, n):
+                return np.arange(n)[None, None, :] >= np.asarray(lengths)[:, None, None]
+            """, feedback="the mask is inverted"),
+        Impl("no query axis", """
+            def key_padding_mask(lengths, n):
+                return np.arange(n)[None, :] < np.asarray(lengths)[:, None]
+            """, feedback="Add an axis for the queries"),
+        Impl("a loop over the sequences", """
+            def key_padding_mask(lengths, n):
+                mask = np.zeros((len(lengths), 1, n), dtype=bool)
+                for b, length in enumerate(lengths):
+                    mask[b, 0, :length] = True
+                return mask
             """),
     ],
 })

@@ -28,7 +28,8 @@ module          what it holds                                               less
                 embedding tables
 ``position``    sinusoidal encodings, rotary (RoPE) and its backward        09
 ``layers``      a residual layer's backward; a layer's update removed       10
-``inference``   grouped-query attention, sliding windows, the KV cache      11
+``inference``   grouped-query attention, sliding windows, the KV cache,     11
+                padding masks
 ==============  ==========================================================  =======
 
 The input checks they call are in :mod:`helpers.validation`.
@@ -55,6 +56,7 @@ from .inference import (
     attention_decode_step,
     empty_kv_cache,
     grouped_query_attention,
+    key_padding_mask,
     mean_pool_kv_heads,
     sliding_window_attention,
     sliding_window_mask,
@@ -99,6 +101,7 @@ __all__ = [
     "ablated_stack",
     "grouped_query_attention",
     "sliding_window_mask",
+    "key_padding_mask",
     "attention_decode_step",
     "empty_kv_cache",
     "sliding_window_attention",
