@@ -9,10 +9,14 @@
 #   make release DIR=folder [REPOSITORY=https://github.com/you/course]
 #                     write what learners get (student notebooks + learner-facing helpers)
 #   make book         build the course as a website: _build/book/html/index.html
+#   make otter [DIR=folder] [SEED=n]
+#                     one Gradescope autograder per lesson (Otter-Grader): DIR/NN_topic/autograder.zip
+#                     (DIR defaults to _build/otter; docs/otter.md)
 # For maintainers and CI (.ci/run runs them all):
 #   make browser      add Playwright to .venv for the real-browser test (needs a system Chromium)
 #   make book-deps    add Sphinx + MyST-NB (requirements-book.txt) to .venv, for make book and its test
 #   make nbgrader     create .venv-nbgrader, where tests/test_nbgrader.py finds nbgrader
+#   make otter-env    create .venv-otter, where make otter and tests/test_otter.py find otter-grader
 #   make test-oldest  run every test again in .venv-oldest, with the oldest supported versions
 
 PYTHON ?= python3
@@ -23,8 +27,9 @@ TESTED := $(VENV)/.test-installed
 OLDEST_PYTHON ?= $(PYTHON)
 OLDEST := .venv-oldest
 NBGRADER := .venv-nbgrader
+OTTER  := .venv-otter
 
-.PHONY: lab test test-fast test-lesson lint student bench release book book-deps browser nbgrader test-oldest clean
+.PHONY: lab test test-fast test-lesson lint student bench release book book-deps browser nbgrader otter otter-env test-oldest clean
 
 # (Re)install when requirements.txt or pyproject.toml change.
 $(STAMP): requirements.txt pyproject.toml
@@ -95,6 +100,19 @@ $(NBGRADER)/.installed: requirements.txt requirements-nbgrader.txt pyproject.tom
 	$(NBGRADER)/bin/python -m pip install --quiet -r requirements.txt -r requirements-nbgrader.txt -e .
 	@touch $@
 
+# Otter-Grader builds the Gradescope autograders: its own environment, never a learner's. It holds
+# the course's requirements but not the course: the grading kernels import the helpers/ copy that
+# each autograder.zip carries (make otter runs from this folder, where helpers/ is importable).
+otter-env: $(OTTER)/.installed
+$(OTTER)/.installed: requirements.txt requirements-otter.txt
+	@test -x $(OTTER)/bin/python || $(PYTHON) -m venv $(OTTER)
+	$(OTTER)/bin/python -m pip install --quiet --upgrade pip
+	$(OTTER)/bin/python -m pip install --quiet -r requirements.txt -r requirements-otter.txt
+	@touch $@
+
+otter: $(OTTER)/.installed
+	OPENBLAS_NUM_THREADS=1 $(OTTER)/bin/python -m helpers.instructor.otter "$(or $(DIR),_build/otter)" $(if $(SEED),--seed $(SEED))
+
 # The oldest versions: requirements.txt under constraints-oldest.txt (ipywidgets 7.7 and
 # IPython 7 as in Colab, numpy and matplotlib at requirements.txt's lower bounds).
 $(OLDEST)/.installed: requirements.txt pyproject.toml constraints-oldest.txt requirements-browser.txt
@@ -109,5 +127,5 @@ test-oldest: $(OLDEST)/.installed
 	COURSE_OLDEST=1 SCREENSHOTS_DIR=screenshots/oldest $(OLDEST)/bin/python -m pytest
 
 clean:
-	rm -rf $(VENV) $(OLDEST) $(NBGRADER) .pytest_cache _build
+	rm -rf $(VENV) $(OLDEST) $(NBGRADER) $(OTTER) .pytest_cache _build
 	find helpers -name __pycache__ -prune -exec rm -rf {} +

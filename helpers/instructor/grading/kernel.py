@@ -161,6 +161,39 @@ def capture_source(name, cell_number, results_path, seed):
             f"{name!r}, {cell_number}, globals(), {str(results_path)!r}, {int(seed)})")
 
 
+def hidden_row(name, fn, seed=None):
+    """The grader's verdict on one exercise function, as a row of :func:`~.scoring.exercise_row`.
+
+    What nbgrader's hidden tests (:func:`hidden_test`) and Otter's
+    (:mod:`helpers.instructor.otter`) score: ``fn`` graded on the hidden cases of the run
+    seeded with ``seed`` (None: the catalogue's fixed ones), watched. ``fn`` is what the
+    name holds after the notebook's check line: the learner's function, the reference the
+    check handed back when the exercise was not attempted (0 points, and the feedback
+    says so), or None when the notebook never defined it.
+
+    Returns
+    -------
+    dict
+        ``{"points", "max_points", "passed", "feedback"}``.
+    """
+    from helpers.exercises import EXERCISES
+
+    from .scoring import exercise_row
+
+    if fn is None:
+        return exercise_row(name, [], problem=None)
+    if fn is EXERCISES[name].reference:
+        row = exercise_row(name, [], problem=None)
+        row["feedback"] = f"{name}: not attempted (the check handed back the course's own {name})"
+        return row
+    record = {"exercise": name, "status": "graded"}
+    try:
+        record.update(grade_function(name, fn, seed))
+    except BaseException as exc:   # even SystemExit raised by the learner's function
+        record.update(status="crashed", message=f"{type(exc).__name__}: {exc}")
+    return exercise_row(name, [record], problem=None)
+
+
 def hidden_test(name, fn):
     """nbgrader's hidden test of one exercise (in the solution notebooks' check cells).
 
@@ -172,15 +205,7 @@ def hidden_test(name, fn):
     """
     import os
 
-    from helpers.exercises import EXERCISES
-
-    from .scoring import exercise_row
-
-    if fn is EXERCISES[name].reference:
-        raise AssertionError(f"{name}: not attempted (the check handed back the course's own {name})")
     seed = os.environ.get("COURSE_GRADER_SEED")
-    record = dict(grade_function(name, fn, int(seed) if seed else None),
-                  exercise=name, status="graded")
-    row = exercise_row(name, [record], problem=None)
+    row = hidden_row(name, fn, int(seed) if seed else None)
     if not row["passed"]:
         raise AssertionError(row["feedback"])
