@@ -27,6 +27,7 @@ import functools
 import numpy as np
 
 from . import corpus_adjective, corpus_induction, reference, run_cache, training
+from .threads import blas_threads
 
 # ----------------------------------------------------------------- hyperparameters
 TASKS = {
@@ -281,6 +282,7 @@ def check_arguments(task, num_heads, d_model, scale, steps, seed, num_layers, po
                          f"got position={position!r}")
 
 
+@blas_threads()       # small matrices: one BLAS thread is fastest (helpers/threads.py)
 def train(task, *, num_heads=1, d_model=32, scale=True, steps=None, seed=0, num_layers=1,
           position="learned", dtype="float64"):
     """Train the pointer model on "adjective" or "induction"; evaluate it on held-out data.
@@ -323,6 +325,7 @@ def train(task, *, num_heads=1, d_model=32, scale=True, steps=None, seed=0, num_
 
 # ------------------------------------------------- lesson 08's model on lesson 10's corpus
 @run_cache.shared     # tests only: computed once per test run (helpers/run_cache.py)
+@blas_threads()       # small matrices: one BLAS thread is fastest (helpers/threads.py)
 def train_word_readout(task="adjective", *, steps=1000, seed=0, d_model=32):
     """Lesson 08's one-layer model *with its word-naming readout*, trained on ``task``'s corpus.
 

@@ -12,6 +12,7 @@ trained, so it cannot even be run there.
 import numpy as np
 
 from . import positional, reference, run_cache, training
+from .threads import blas_threads
 
 VOCAB = 16            # random tokens 0..15
 TRAIN_LENGTH = 16     # tokens per training sequence
@@ -75,6 +76,7 @@ def accuracy(params, num_heads, position, length, seed=1):
 
 
 @run_cache.shared     # tests only: computed once per test run (helpers/run_cache.py)
+@blas_threads()       # small matrices: one BLAS thread is fastest (helpers/threads.py)
 def train_two_back(position, *, lengths=(16, 24, 64), num_heads=1, d_model=32, steps=STEPS, seed=0):
     """Train on sequences of TRAIN_LENGTH tokens; measure the accuracy at each length.
 

@@ -31,6 +31,7 @@ from . import corpus as corpus_module
 from . import positional
 from . import reference
 from . import run_cache
+from .threads import blas_threads
 
 # ----------------------------------------------------------------- hyperparameters
 BATCH_SIZE = 16            # sentences per step
@@ -244,6 +245,7 @@ def check_arguments(task, num_heads, d_model, scale, steps, seed, dtype):
 
 
 @run_cache.shared     # tests only: computed once per test run (helpers/run_cache.py)
+@blas_threads()       # small matrices: one BLAS thread is fastest (helpers/threads.py)
 def train_attention(task, *, num_heads=1, d_model=32, scale=True, steps=None, seed=0,
                     dtype="float64", position="learned", shifts=None, num_layers=1):
     """Train the one-layer attention model on a task; evaluate it on held-out sentences.
