@@ -3,6 +3,7 @@
 #   make test         create or update .venv, run every test (on every core: pytest-xdist)
 #   make test-fast    the same without the slow modules (grading, nbgrader, browser, website)
 #   make test-lesson L=03   one lesson: its notebooks (both folders) and its tests/*lesson03* files
+#   make lint         ruff: the pycodestyle and pyflakes rules of pyproject.toml, on every .py file
 #   make student      refresh the Colab badge + setup cell of solutions/, regenerate notebooks/
 #   make bench        print timings and memory figures (a benchmark, never a test)
 #   make release DIR=folder [REPOSITORY=https://github.com/you/course]
@@ -18,11 +19,12 @@ PYTHON ?= python3
 VENV   := .venv
 PY     := $(VENV)/bin/python
 STAMP  := $(VENV)/.installed
+TESTED := $(VENV)/.test-installed
 OLDEST_PYTHON ?= $(PYTHON)
 OLDEST := .venv-oldest
 NBGRADER := .venv-nbgrader
 
-.PHONY: lab test test-fast test-lesson student bench release book book-deps browser nbgrader test-oldest clean
+.PHONY: lab test test-fast test-lesson lint student bench release book book-deps browser nbgrader test-oldest clean
 
 # (Re)install when requirements.txt or pyproject.toml change.
 $(STAMP): requirements.txt pyproject.toml
@@ -31,25 +33,33 @@ $(STAMP): requirements.txt pyproject.toml
 	$(PY) -m pip install --quiet -r requirements.txt -e .
 	@touch $(STAMP)
 
+# The test tools (pytest, nbval, ruff, ...): the `test` extra of pyproject.toml, not a learner's.
+$(TESTED): $(STAMP)
+	$(PY) -m pip install --quiet -e ".[test]"
+	@touch $(TESTED)
+
 # As root (a container, a cloud VM) JupyterLab refuses to start without --allow-root.
 lab: $(STAMP)
 	$(VENV)/bin/jupyter lab notebooks/$(if $(filter 0,$(shell id -u 2>/dev/null)), --allow-root)
 
 # Bytecode for helpers/ first: a hundred kernels import it during a run, and where
 # PYTHONDONTWRITEBYTECODE is set (as on CI) each would compile it again.
-test: $(STAMP)
+test: $(TESTED)
 	$(PY) -m compileall -q helpers
 	$(PY) -m pytest
 
-test-fast: $(STAMP)
+test-fast: $(TESTED)
 	$(PY) -m compileall -q helpers
 	$(PY) -m pytest -m "not slow"
 
 # The lesson is found by its number: notebooks/L_*.ipynb, solutions/L_*.ipynb, tests/test_*lessonL*.py.
-test-lesson: $(STAMP)
+test-lesson: $(TESTED)
 	@test -n "$(L)" || { echo "usage: make test-lesson L=03"; exit 2; }
 	@test -n "$(wildcard solutions/$(L)_*.ipynb)" || { echo "no lesson $(L) in solutions/"; exit 2; }
 	$(PY) -m pytest $(wildcard notebooks/$(L)_*.ipynb solutions/$(L)_*.ipynb tests/test_*lesson$(L)*.py)
+
+lint: $(TESTED)
+	$(VENV)/bin/ruff check .
 
 student: $(STAMP)
 	$(PY) -m helpers.instructor.student
@@ -91,7 +101,7 @@ $(OLDEST)/.installed: requirements.txt pyproject.toml constraints-oldest.txt req
 	@test -x $(OLDEST)/bin/python || $(OLDEST_PYTHON) -m venv $(OLDEST)
 	$(OLDEST)/bin/python -m pip install --quiet --upgrade pip
 	$(OLDEST)/bin/python -m pip install --quiet --only-binary numpy,matplotlib \
-		-r requirements.txt -r requirements-browser.txt -c constraints-oldest.txt -e .
+		-r requirements.txt -r requirements-browser.txt -c constraints-oldest.txt -e ".[test]"
 	@touch $@
 
 test-oldest: $(OLDEST)/.installed

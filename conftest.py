@@ -82,7 +82,7 @@ def pytest_collection_modifyitems(items):
             return (0, -entry["count"], file)
         if file.endswith(".ipynb"):
             name = file.rsplit("/", 1)[-1]
-            return (1, tuple(-ord(c) for c in name), file)    # 08 before 07 ...; solutions/ and notebooks/ alike
+            return (1, tuple(-ord(c) for c in name), file)    # 08 before 07 ...; both notebook folders
         return (2, -entry["count"], file)
 
     order = {file: i for i, file in enumerate(sorted(files, key=rank))}

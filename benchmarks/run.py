@@ -15,19 +15,19 @@ something crashes). Timings depend on the machine and on what else runs on it.
 2. ``online_softmax_attention`` (n = 4096, d = 64, blocks of 128) against the naive
    ``scaled_dot_product_attention``: largest difference, peak traced memory, time.
    Targets: identical to 1e-10, <= 10 % of the naive peak memory, <= 2x its time.
-3. Lesson 08's training: ``train_attention("coreference")``, the default run (1000 steps
+3. Lesson 08's training: ``l08_training.train("coreference")``, the default run (1000 steps
    of 16 sentences, d_model = 32), in float64 and float32: run time (the final held-out
    evaluation included), steps per second, held-out accuracy. Target: <= 10 s to >= 0.95.
    Then the two-relation task with two heads over several seeds: accuracy and whether each
    relation has its own head (>= 0.6 of that head's weight), seed by seed.
-   Lesson 09: ``train_attention("two_relations", num_heads=2, position=..., shifts=(0, 1, 2, 4, 8))``
+   Lesson 09: ``l09_position.train("two_relations", num_heads=2, position=..., shifts=(0, 1, 2, 4, 8))``
    for each way of encoding position: run time (wall and this process's CPU time) and the
-   held-out accuracy at each shift; then the two-back task (``helpers.position_tasks``).
+   held-out accuracy at each shift; then the two-back task (``l09_position.train_two_back``).
    Target: <= 2 s per run (a quiet machine).
 4. One step of each lesson's slider (lesson 02's d_k, lesson 03's query of "sat", lesson
    04's head count, lesson 11's kv heads), built by the same ``helpers`` calls the lessons make: median time
    per value. Target: well under 0.2 s.
-3c. Lesson 10's training: ``train_attention("adjective")`` and ``train_attention("induction")``
+3c. Lesson 10's training: ``l10_two_layers.train("adjective")`` and ``("induction")``
    with one and two layers (the task's default steps): run time (wall and CPU), held-out
    accuracy. Targets: "adjective" <= 2 s, "induction" <= 20 s per run.
 5. Each lesson's Run All time: ``notebooks/*.ipynb`` executed with nbclient in a fresh
@@ -56,7 +56,9 @@ import numpy as np
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from helpers import reference, training  # noqa: E402
+from helpers import reference  # noqa: E402
+from helpers.lessons import l08_training, l09_position, l10_two_layers  # noqa: E402
+from helpers.lessons.l08_training import training  # noqa: E402
 from helpers.measure import format_bytes, traced_peak  # noqa: E402
 
 MATMUL_SIZE = 2048          # A is (2048, 2048): large enough for the BLAS's peak
@@ -198,7 +200,7 @@ def bench_online(repeat):
 # --------------------------------------------------------------------------- 3
 def bench_training(repeat):
     steps = TRAINING["steps"] or training.TASKS["coreference"][1]
-    print(f"\n3. lesson 08: train_attention(\"coreference\"), {steps} steps of "
+    print(f"\n3. lesson 08: l08_training.train(\"coreference\"), {steps} steps of "
           f"{training.BATCH_SIZE} sentences, d_model = 32; median of {repeat} runs "
           f"(run time includes the held-out evaluation)")
     print(f"   {'dtype':<8} {'run time':>9} {'steps/s':>8} {'accuracy':>9}   "
@@ -209,7 +211,7 @@ def bench_training(repeat):
         runs = []
         for _ in range(repeat):
             start = time.perf_counter()
-            result = training.train_attention("coreference", steps=TRAINING["steps"], dtype=dtype)
+            result = l08_training.train("coreference", steps=TRAINING["steps"], dtype=dtype)
             runs.append(time.perf_counter() - start)
         seconds = float(np.median(runs))
         ok = seconds <= TARGET_TRAINING_TIME and result["accuracy"] >= TARGET_ACCURACY
@@ -219,7 +221,7 @@ def bench_training(repeat):
     print(f"   two_relations, 2 heads, seeds {list(TRAINING['seeds'])}: held-out accuracy; "
           f"attention table (relations x heads); own head per relation >= {TARGET_HEAD_SHARE}?")
     for seed in TRAINING["seeds"]:
-        result = training.train_attention("two_relations", num_heads=2, steps=TRAINING["steps"],
+        result = l08_training.train("two_relations", num_heads=2, steps=TRAINING["steps"],
                                           seed=seed)
         table = result["attention_to_targets"]
         best = table.argmax(axis=1)
@@ -231,25 +233,27 @@ def bench_training(repeat):
 
 
 def bench_position():
-    from helpers import position_tasks, positional
+    from helpers.lessons.l09_position import model as positional
+    from helpers.lessons.l09_position import two_back as position_tasks
     shifts = POSITION["shifts"]
-    print(f"\n3b. lesson 09: train_attention(\"two_relations\", num_heads=2, position=..., "
+    print(f"\n3b. lesson 09: l09_position.train(\"two_relations\", num_heads=2, position=..., "
           f"shifts={shifts}); target <= {TARGET_POSITION_RUN:.0f} s per run")
     print(f"   {'position':<11} {'wall':>7} {'CPU':>7}   accuracy at each shift")
     met = True
     for position in positional.POSITIONS:
         wall, cpu = time.perf_counter(), time.process_time()
-        result = training.train_attention("two_relations", num_heads=2, position=position,
-                                          shifts=shifts, steps=TRAINING["steps"])
+        result = l09_position.train("two_relations", num_heads=2, position=position,
+                                    shifts=shifts, steps=TRAINING["steps"])
         wall, cpu = time.perf_counter() - wall, time.process_time() - cpu
         met &= wall <= TARGET_POSITION_RUN
         accuracy = "  ".join(f"k={k} {a:.3f}" for k, a in result["accuracy_by_shift"].items())
-        print(f"   {position:<11} {wall:>5.2f} s {cpu:>5.2f} s   {accuracy}   {verdict(wall <= TARGET_POSITION_RUN)}")
+        print(f"   {position:<11} {wall:>5.2f} s {cpu:>5.2f} s   {accuracy}   "
+              f"{verdict(wall <= TARGET_POSITION_RUN)}")
     print(f"   two back (train on {position_tasks.TRAIN_LENGTH} tokens), seed 0:")
     for position in ("sinusoidal", "rope"):
         wall = time.perf_counter()
-        result = position_tasks.train_two_back(position, lengths=POSITION["lengths"],
-                                               steps=TRAINING["steps"] or position_tasks.STEPS)
+        result = l09_position.train_two_back(position, lengths=POSITION["lengths"],
+                                             steps=TRAINING["steps"] or position_tasks.STEPS)
         wall = time.perf_counter() - wall
         accuracy = "  ".join(f"{L} tokens {a:.3f}" for L, a in result["accuracy_by_length"].items())
         print(f"   {position:<11} {wall:>5.2f} s   {accuracy}")
@@ -257,8 +261,8 @@ def bench_position():
 
 # --------------------------------------------------------------------------- 3c
 def bench_layers(repeat):
-    from helpers import layers
-    print(f"\n3c. lesson 10: train_attention(task, num_layers=L), the task's default steps "
+    from helpers.lessons.l10_two_layers import model as layers
+    print(f"\n3c. lesson 10: l10_two_layers.train(task, num_layers=L), the task's default steps "
           f"(or {LAYERS['steps']}); median of {repeat} runs, wall and CPU seconds")
     met = True
     for task, target in LAYERS["targets"].items():
@@ -267,7 +271,7 @@ def bench_layers(repeat):
             walls, cpus = [], []
             for _ in range(repeat):
                 wall, cpu = time.perf_counter(), time.process_time()
-                result = training.train_attention(task, num_layers=num_layers, steps=LAYERS["steps"])
+                result = l10_two_layers.train(task, num_layers=num_layers, steps=LAYERS["steps"])
                 walls.append(time.perf_counter() - wall)
                 cpus.append(time.process_time() - cpu)
             seconds = float(np.median(walls))

@@ -18,4 +18,4 @@ def check(name, fn):
     """Check the exercise function ``fn`` called ``name``; return the function to use next."""
     if name not in EXERCISES:
         raise ValueError(f"check: no exercise called {name!r}; the exercises are {sorted(EXERCISES)}")
-    return checking.check(EXERCISES[name], fn)
+    return checking.check(EXERCISES[name], fn, EXERCISES)

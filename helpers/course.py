@@ -54,6 +54,12 @@ def folder_name(repository=REPOSITORY):
     return name[:-4] if name.endswith(".git") else name
 
 
+def website_url(repository=REPOSITORY):
+    """The course's website: the repository's GitHub Pages (``.github/workflows/book.yml`` publishes it)."""
+    owner, name = github_path(repository).split("/")
+    return f"https://{owner}.github.io/{name}/"
+
+
 def colab_url(path, repository=REPOSITORY, branch=BRANCH):
     """The Colab address that opens ``path`` (e.g. ``"notebooks/01_qkv_projections.ipynb"``)."""
     return f"https://colab.research.google.com/github/{github_path(repository)}/blob/{branch}/{path}"

@@ -8,10 +8,9 @@ import matplotlib.pyplot as plt
 import numpy as np
 from matplotlib.colors import ListedColormap
 
-from .plots import log_axes
+from .plots import BLACK, BLUE, GREEN, OKABE_ITO, PURPLE, VERMILLION, log_axes
 
-OKABE_ITO = {"orange": "#D55E00", "blue": "#0072B2", "pink": "#CC79A7", "green": "#009E73"}
-_STYLES = [("o-", "orange"), ("s-", "blue"), ("^-", "pink"), ("D-", "green")]
+_STYLES = [("o-", VERMILLION), ("s-", BLUE), ("^-", PURPLE), ("D-", GREEN)]   # Okabe-Ito (helpers.plots)
 
 
 def against_dk(dks, lines, *, title, ylabel, prediction=None):
@@ -34,7 +33,7 @@ def against_dk(dks, lines, *, title, ylabel, prediction=None):
         label, values = prediction
         ax.plot(dks, values, color="black", linestyle="--", linewidth=1, label=label)
     for (label, values), (marker, colour) in zip(lines.items(), _STYLES):
-        ax.plot(dks, values, marker, color=OKABE_ITO[colour], label=label)
+        ax.plot(dks, values, marker, color=colour, label=label)
     log_axes(ax, "xy", xticks=dks)
     ax.set_title(title)
     ax.set_xlabel("d_k (size of each query and key)")
@@ -57,12 +56,12 @@ def scores_and_weights(words, scores, weights, query):
     matplotlib Figure
     """
     fig, (left, right) = plt.subplots(1, 2, figsize=(12, 3.6))
-    panels = [(left, scores, "orange", f"Scores of the query '{query}' (any real number)",
+    panels = [(left, scores, VERMILLION, f"Scores of the query '{query}' (any real number)",
                "scaled score"),
-              (right, weights, "blue", "After the softmax: positive, summing to 1",
+              (right, weights, BLUE, "After the softmax: positive, summing to 1",
                "attention weight")]
     for ax, values, colour, title, ylabel in panels:
-        ax.bar(range(len(words)), values, color=OKABE_ITO[colour])
+        ax.bar(range(len(words)), values, color=colour)
         ax.axhline(0, color="black", linewidth=0.8)
         ax.set_xticks(range(len(words)), labels=words, rotation=45, ha="right")
         ax.set_title(title)
@@ -80,7 +79,7 @@ def bars(words, values, *, title, ylabel, xlabel="key token j"):
     matplotlib Axes
     """
     _, ax = plt.subplots(figsize=(7, 3))
-    ax.bar(range(len(words)), values, color=OKABE_ITO["blue"])
+    ax.bar(range(len(words)), values, color=BLUE)
     ax.set_xticks(range(len(words)), labels=words)
     ax.axhline(0, color="black", linewidth=0.8)
     ax.set_title(title)
@@ -89,9 +88,8 @@ def bars(words, values, *, title, ylabel, xlabel="key token j"):
     return ax
 
 
-#: Eight colours safe for colour-blind readers (Okabe-Ito), one per head.
-HEAD_COLOURS = ["#000000", "#E69F00", "#56B4E9", "#009E73", "#F0E442", "#0072B2", "#D55E00",
-                "#CC79A7"]
+#: One colour per head: the eight of the Okabe-Ito palette, in its standard order.
+HEAD_COLOURS = OKABE_ITO
 
 
 def head_columns(words, d_model, num_heads):
@@ -117,7 +115,7 @@ def head_columns(words, d_model, num_heads):
     for i in range(num_heads):
         ax.text(i * d_head + d_head / 2 - 0.5, n / 2 - 0.5,
                 f"head {i}\n{i * d_head}–{(i + 1) * d_head - 1}", ha="center", va="center",
-                fontsize=9, color="white" if HEAD_COLOURS[i] in ("#000000", "#0072B2", "#D55E00")
+                fontsize=9, color="white" if HEAD_COLOURS[i] in (BLACK, BLUE, VERMILLION)
                 else "black")
     ax.set_xticks(np.arange(0, d_model + 1, d_head))
     ax.set_yticks(range(n), labels=words)
@@ -142,7 +140,7 @@ def power_laws(sizes, laws):
     fig, axes = plt.subplots(1, 2, figsize=(11, 4))
     for ax, scale in zip(axes, ["linear", "log"]):
         for (label, costs), (marker, colour) in zip(laws.items(), _STYLES):
-            ax.plot(sizes, costs, marker, color=OKABE_ITO[colour], label=label)
+            ax.plot(sizes, costs, marker, color=colour, label=label)
         if scale == "log":
             log_axes(ax, xticks=sizes)                        # log-log, plain-number labels
         ax.set_title(f"Two power laws on {scale} axes")

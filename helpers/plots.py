@@ -9,6 +9,16 @@ values like embeddings and scores, centred on 0.
 import matplotlib.pyplot as plt
 import numpy as np
 
+# ----------------------------------------------------------------- colours
+#: The Okabe-Ito palette (Okabe & Ito, 2008), in its standard order: eight colours that stay
+#: distinguishable with every common colour-vision deficiency. The course's one palette.
+OKABE_ITO = ["#000000", "#E69F00", "#56B4E9", "#009E73", "#F0E442", "#0072B2", "#D55E00", "#CC79A7"]
+BLACK, ORANGE, SKY_BLUE, GREEN, YELLOW, BLUE, VERMILLION, PURPLE = OKABE_ITO
+#: Guide lines and reference slopes (a neutral grey, not one of the eight).
+GREY = "#999999"
+#: The colours of a figure's series (lines, bars), in the order the lessons use them.
+LINES = [BLUE, VERMILLION, GREEN, PURPLE, ORANGE, SKY_BLUE]
+
 SEQUENTIAL = "viridis"
 DIVERGING = "RdBu_r"
 
@@ -189,8 +199,6 @@ def log_axes(ax, which="xy", xticks=None):
 
 
 # ----------------------------------------------------------------- the lessons' figures
-#: Okabe-Ito colours: distinguishable with every common colour-vision deficiency.
-BLUE, ORANGE, GREEN, PINK = "#0072B2", "#D55E00", "#009E73", "#CC79A7"
 
 
 def blend_plot(values, weights, tokens, query, ax=None):
@@ -247,7 +255,7 @@ def blend_plot(values, weights, tokens, query, ax=None):
                                           xytext=(0, 0), fontsize=9), side))
     ax.scatter(values[:, 0], values[:, 1], color=BLUE, zorder=3,
                label="value v_j of each token (its weight)")
-    ax.scatter(*out, marker="*", s=300, color=ORANGE, zorder=4,
+    ax.scatter(*out, marker="*", s=300, color=VERMILLION, zorder=4,
                label=f"output of '{query}' = Σ_j w_j v_j")
     ax.set_title(f"One blend: the output of '{query}' is a weighted average of the values")
     ax.set_xlabel("value dimension 0")
@@ -315,7 +323,7 @@ def saturation_panel(ax, dks, measured, *, one_hot, uniform, title, ylabel):
         if np.shape(measured[name]) != dks.shape:
             raise ValueError(f"saturation_panel: measured[{name!r}] has shape "
                              f"{np.shape(measured[name])}, dks has shape {dks.shape}")
-    ax.plot(dks, measured["raw"], "o-", color=ORANGE, label="no scaling")
+    ax.plot(dks, measured["raw"], "o-", color=VERMILLION, label="no scaling")
     ax.plot(dks, measured["scaled"], "s-", color=BLUE, label="divided by √d_k")
     ax.axhline(one_hot, color="gray", linestyle=":", label=f"one-hot ({one_hot:g})")
     ax.axhline(uniform, color="gray", linestyle="--", label=f"uniform ({uniform:.2g})")
@@ -359,14 +367,14 @@ def dk_figure(words, softmax, query="it", samples=1000):
     fig = Figure(figsize=(11, 3.9))
     ax1, ax2 = fig.subplots(1, 2)
     fig.subplots_adjust(left=0.06, right=0.99, bottom=0.24, top=0.88, wspace=0.16)
-    hist_raw = ax1.stairs(np.zeros(80), bins, fill=True, color=ORANGE, alpha=0.6, label="raw q · k")
+    hist_raw = ax1.stairs(np.zeros(80), bins, fill=True, color=VERMILLION, alpha=0.6, label="raw q · k")
     hist_scaled = ax1.stairs(np.zeros(80), bins, fill=True, color=BLUE, alpha=0.6,
                              label="q · k / √d_k")
     ax1.set_ylim(0, 0.8)
     ax1.set_xlabel("score (raw scores beyond ±80 are piled up at the edges)")
     ax1.set_ylabel(f"fraction of {samples} random scores")
     ax1.legend(loc="upper left")
-    bars_raw = ax2.bar(x - 0.2, np.zeros(n), width=0.4, color=ORANGE, label="softmax(q · k)")
+    bars_raw = ax2.bar(x - 0.2, np.zeros(n), width=0.4, color=VERMILLION, label="softmax(q · k)")
     bars_scaled = ax2.bar(x + 0.2, np.zeros(n), width=0.4, color=BLUE,
                           label="softmax(q · k / √d_k)")
     ax2.set_xticks(x, labels=words, rotation=45, ha="right")
@@ -438,7 +446,7 @@ def query_figure(Q, K, V, tokens, features, query, weights_of):
     ax_w.set_ylim(0, 1.12)
     ax_w.set_xlabel("key token j")
     ax_w.set_ylabel(f"weight of {query} on token j")
-    bars_o = ax_o.bar(range(len(features)), np.zeros(len(features)), color=ORANGE)
+    bars_o = ax_o.bar(range(len(features)), np.zeros(len(features)), color=VERMILLION)
     ax_o.set_xticks(range(len(features)), labels=features)
     ax_o.set_ylim(0, 1)
     ax_o.set_title(f"{query}'s output = weights @ V")

@@ -8,7 +8,8 @@ starts, see ``conftest.py``), a function decorated with :func:`shared` stores it
 there the first time, and every later call with the same arguments, in any process of that
 run, reads that result back instead of training again.
 
-Without the variable (JupyterLab, Colab, the website) the function always runs. The key of a result is the function, its arguments, the text of every helpers
+Without the variable (JupyterLab, Colab, the website) the function always runs. The key
+of a result is the function, its arguments, the text of every helpers
 module and the versions of Python and NumPy: a result is only reused where running the
 call again would give the very same numbers.
 """

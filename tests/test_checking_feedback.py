@@ -15,7 +15,8 @@ import numpy as np
 import pytest
 
 from helpers import reference
-from helpers.checking import blame_helper, called_names, difference, evaluate, with_global
+from helpers.checking import difference, evaluate
+from helpers.checking.blame import blame_helper, called_names, with_global
 from helpers.exercises import EXERCISES
 
 ALL = sorted(EXERCISES)
@@ -232,7 +233,7 @@ def test_right_attention_with_a_right_softmax_is_not_blamed():
     fn = namespace["scaled_dot_product_attention"]
     assert evaluate(EXERCISES["scaled_dot_product_attention"], fn).ok
     assert blame_helper(EXERCISES["scaled_dot_product_attention"], fn,
-                        EXERCISES["scaled_dot_product_attention"].cases()) is None
+                        EXERCISES["scaled_dot_product_attention"].cases(), EXERCISES, evaluate) is None
 
 
 def test_wrong_attention_with_a_wrong_softmax_says_both():

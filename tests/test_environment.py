@@ -91,13 +91,21 @@ def test_environment_yml_pip_section_has_no_local_reference():
 
 # --- a hang fails one test, not the run ----------------------------------------------------------
 
-def pytest_ini_options():
+def pyproject():
     try:
         import tomllib
     except ModuleNotFoundError:   # Python 3.10: pytest itself depends on tomli there
         import tomli as tomllib
     with open(ROOT / "pyproject.toml", "rb") as f:
-        return tomllib.load(f)["tool"]["pytest"]["ini_options"]
+        return tomllib.load(f)
+
+
+def pytest_ini_options():
+    return pyproject()["tool"]["pytest"]["ini_options"]
+
+
+def the_test_extra():
+    return requirement_names(pyproject()["project"]["optional-dependencies"]["test"])
 
 
 def test_a_hung_cell_is_interrupted_before_pytest_timeout_stops_the_test():
@@ -105,6 +113,15 @@ def test_a_hung_cell_is_interrupted_before_pytest_timeout_stops_the_test():
     # pytest-timeout fired first, the kernel would stay busy and every later cell of the
     # notebook would wait out the timeout again.
     options = pytest_ini_options()
-    assert "pytest-timeout" in requirement_names((ROOT / "requirements.txt").read_text().splitlines())
+    assert "pytest-timeout" in the_test_extra()
     cell_timeout = float(re.search(r"--nbval-cell-timeout=(\d+)", options["addopts"]).group(1))
     assert 0 < cell_timeout < float(options["timeout"])
+
+
+# --- learners get what the lessons need; the test tools are the `test` extra ------------------
+def test_the_test_tools_are_the_test_extra_and_not_a_learners_requirement():
+    extra = the_test_extra()
+    assert {"pytest", "pytest-xdist", "pytest-timeout", "nbval", "pyyaml", "ruff"} <= extra
+    learners = requirement_names((ROOT / "requirements.txt").read_text().splitlines())
+    assert not extra & learners, f"test tools in requirements.txt: {sorted(extra & learners)}"
+    assert not extra & requirement_names(pip_section())

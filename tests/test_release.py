@@ -38,8 +38,12 @@ def files(folder):
 def test_release_holds_the_notebooks_the_learner_helpers_and_the_install_files(released):
     top = {p.name for p in released.iterdir()}
     assert top == {"notebooks", "helpers", "README.md", "requirements.txt", "environment.yml",
-                   "pyproject.toml"} | ({"LICENSE"} if (ROOT / "LICENSE").exists() else set())
+                   "pyproject.toml", "LICENSE"}
     assert {p.name for p in (released / "notebooks").iterdir()} == set(NOTEBOOKS)
+
+
+def test_release_ships_the_licence_as_it_is(released):
+    assert (released / "LICENSE").read_bytes() == (ROOT / "LICENSE").read_bytes()
 
 
 def test_release_leaves_out_the_instructor_tools(released):

@@ -8,7 +8,8 @@ import numpy as np
 import pytest
 from threadpoolctl import threadpool_limits
 
-from helpers import measure, threads, training
+from helpers import measure, threads
+from helpers.lessons.l08_training import model, training
 
 
 @pytest.fixture
@@ -69,16 +70,27 @@ def test_the_measurements_say_which_thread_count_they_used(two_threads):
                                       "outside the measurements)")
 
 
-def test_training_runs_on_one_thread_and_leaves_the_count_as_it_was(two_threads, monkeypatch):
+def test_the_course_training_loop_runs_on_one_thread_and_leaves_the_count_as_it_was(two_threads):
     seen = []
-    step = training.loss_and_grads
+
+    def loss_and_grads(params, batch):
+        seen.append(threads.blas_thread_count())
+        return float(np.sum(params["w"] ** 2)), {"w": 2 * params["w"]}
+
+    training.fit({"w": np.ones(3)}, loss_and_grads, lambda: None, steps=3, d_model=32)
+    assert seen == [1, 1, 1]
+    assert threads.blas_thread_count() == 2
+
+
+def test_lesson_08s_entry_point_trains_through_that_loop(two_threads, monkeypatch):
+    seen = []
+    step = model.loss_and_grads
 
     def recording(*args, **kwargs):
         seen.append(threads.blas_thread_count())
         return step(*args, **kwargs)
 
-    monkeypatch.setattr(training, "loss_and_grads", recording)
-    monkeypatch.delenv("COURSE_RUN_CACHE", raising=False)     # train for real, not from the run's cache
-    training.train_attention("coreference", steps=2)
+    monkeypatch.setattr(model, "loss_and_grads", recording)
+    training.train("coreference", steps=2)                 # the module's own: not the run's cache
     assert seen == [1, 1]
     assert threads.blas_thread_count() == 2

@@ -22,11 +22,7 @@ import numpy as np
 
 from .. import reference
 from ..checking import Case, Mistake
-
-
-def _two_sizes(rng, low=2, high=7):
-    """Two different sizes (for the grader's cases, drawn for each grading run)."""
-    return tuple(int(v) for v in rng.choice(np.arange(low, high + 1), size=2, replace=False))
+from ._cases import distinct, sizer
 
 
 # ------------------------------------------------------------------ numerical_gradient
@@ -64,10 +60,10 @@ def _attention_loss(rng, n_q, n_k, d_k, d_v):
 
 def make_numerical_gradient_cases(rng, hidden):
     # The grader's sizes are drawn afresh for each grading run.
-    size = (lambda low, high: int(rng.integers(low, high + 1))) if hidden else None
+    size = sizer(rng) if hidden else None
     n_q, d_k = (size(2, 4), size(2, 4)) if hidden else (2, 4)
     cases = [  # (f, x, eps or None, label)
-        (cubic, rng.standard_normal(_two_sizes(rng, 2, 4) if hidden else (2, 3)) + 1.5, 1e-2,
+        (cubic, rng.standard_normal(distinct(rng, 2, 4) if hidden else (2, 3)) + 1.5, 1e-2,
          "f(x) = sum(x**3), eps=1e-2"),
         (squared_total, rng.standard_normal(size(3, 7) if hidden else 4), 1e-2,
          "f(x) = sum(x)**2, eps=1e-2"),

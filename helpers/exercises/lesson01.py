@@ -12,10 +12,9 @@ cross_project_qkv
 Both accept a float32 answer within float32's precision (the lesson says so).
 """
 
-import numpy as np
-
 from .. import reference
 from ..checking import Case, Exercise, Mistake
+from ._cases import distinct, sizer
 
 LESSON = "01_qkv_projections"
 
@@ -43,9 +42,9 @@ def make_cases(rng, hidden):
 
 def _hidden_shapes(rng):
     """The grader's sizes, drawn afresh for each grading run; each case keeps its purpose."""
-    size = lambda low, high: int(rng.integers(low, high + 1))
+    size = sizer(rng)
     d = size(3, 8)
-    d_model, d_k, d_v = (int(v) for v in rng.choice(np.arange(2, 11), size=3, replace=False))
+    d_model, d_k, d_v = distinct(rng, 2, 10, 3)
     return [(size(2, 7), d, d, d, "square weights"),
             (size(2, 8), d_model, d_k, d_v, "non-square"),
             (size(1, 4), d_k, d_k, 1, "d_v = 1"),
@@ -88,9 +87,9 @@ def make_cross_cases(rng, hidden):
         (4, 9, 8, 4, 6, "a longer sentence to look at"),
     ]
     if hidden:   # the grader's sizes, drawn afresh for each grading run
-        size = lambda low, high: int(rng.integers(low, high + 1))
-        few, many = sorted(int(v) for v in rng.choice(np.arange(2, 8), size=2, replace=False))
-        d_model, d_k, d_v = (int(v) for v in rng.choice(np.arange(2, 9), size=3, replace=False))
+        size = sizer(rng)
+        few, many = sorted(distinct(rng, 2, 7, 2))
+        d_model, d_k, d_v = distinct(rng, 2, 8, 3)
         shapes = [(few, many, d_model, d_k, d_v, f"{few} queries, {many} keys"),
                   (many, few, d_k, d_v, d_model, "more queries than keys"),
                   (1, size(3, 6), d_v, d_v, size(1, 4), "a single query"),

@@ -29,6 +29,7 @@ import numpy as np
 
 from .. import reference
 from ..checking import Case, Exercise, Mistake
+from ._cases import rounded_uniform
 
 LESSON = "02_scaled_scores"
 
@@ -122,7 +123,7 @@ MISTAKES = [
 def make_std_cases(rng, hidden):
     pairs = [(16, 3.0), (25, 0.5), (64, 1.0), (1, 2.0), (512, 0.1)]
     if hidden:   # the grader's values, drawn afresh for each grading run
-        sigma = lambda low, high: round(float(rng.uniform(low, high)), 2)
+        sigma = rounded_uniform(rng)
         pairs = [(int(rng.integers(20, 50)), sigma(1.5, 3.0)), (int(rng.integers(5, 15)), sigma(0.1, 0.4)),
                  (int(rng.choice([96, 128, 256])), 1.0), (1, sigma(3.0, 5.0)),
                  (int(rng.integers(700, 1500)), sigma(0.02, 0.08))]

@@ -37,6 +37,7 @@ import numpy as np
 
 from .. import reference
 from ..checking import Case, Exercise, Mistake
+from ._cases import chooser, distinct, sizer
 
 LESSON = "03_softmax_and_attention"
 
@@ -56,15 +57,15 @@ def make_softmax_cases(rng, hidden):
         square = rng.standard_normal((k, k)) * s
     big = 1000.0 + rng.standard_normal((3, 5)) * 3
     if hidden:
-        big = 1000.0 + rng.standard_normal(_two_sizes(rng)) * 5
+        big = 1000.0 + rng.standard_normal(distinct(rng, 2, 7)) * 5
     tall = (rng.standard_normal((5, 3)) * s if not hidden
-            else rng.standard_normal(sorted(_two_sizes(rng), reverse=True)) * s)
+            else rng.standard_normal(sorted(distinct(rng, 2, 7), reverse=True)) * s)
     apart = np.array([[1e4, 1e4 - 1.0, 1e4 - 3.0],
                       [-1e4, -1e4 + 2.0, -1e4 + 0.5]])
     if hidden:
         apart = np.array([[-1e4, -1e4 + 1.0, -1e4 - 2.0, -1e4],
                           [1e4 - 2.0, 1e4, 1e4 - 1.0, 1e4 - 0.5]])
-    rows, cols = (3, 4) if not hidden else sorted(_two_sizes(rng))
+    rows, cols = (3, 4) if not hidden else sorted(distinct(rng, 2, 7))
     masked = rng.standard_normal((rows, cols)) * s
     masked[np.triu_indices(rows, k=1, m=cols)] = -np.inf    # some entries -inf, never a whole row
     vector = rng.standard_normal(6 if not hidden else int(rng.integers(3, 10))) * s
@@ -76,11 +77,6 @@ def make_softmax_cases(rng, hidden):
         Case((masked,), label=f"scores {masked.shape} with some -inf (masked) entries"),
         Case((vector,), label=f"a single row of scores {vector.shape}"),
     ]
-
-
-def _two_sizes(rng):
-    """Two different sizes from 2 to 7, for a non-square hidden case."""
-    return tuple(int(v) for v in rng.choice(np.arange(2, 8), size=2, replace=False))
 
 
 def _naive_softmax(x, axis=-1):
@@ -201,7 +197,7 @@ MASK_MISTAKES = [
 def make_new_token_cases(rng, hidden):
     sizes = [(3, 5), (1, 4), (4, 4), (2, 7)]
     if hidden:   # the grader's sizes, drawn afresh for each grading run
-        size = lambda low, high: int(rng.integers(low, high + 1))
+        size = sizer(rng)
         n = size(4, 7)
         # the first case has n_q >= 3: with 2 queries "one too far" would be all True
         sizes = [(size(3, 4), size(6, 9)), (1, 1), (n, n), (2, size(8, 12))]
@@ -300,9 +296,9 @@ def make_attention_cases(rng, hidden):
         ]
     # The grader's sizes, drawn afresh for each grading run. d_k is never 1, 2 or the
     # notebook's d_k = 4, where one mistaken scale would look like another.
-    size = lambda low, high: int(rng.integers(low, high + 1))
-    d_k = lambda: int(rng.choice([3, 5, 6, 7, 9]))
-    n_q, n_k = _two_sizes(rng)
+    size = sizer(rng)
+    d_k = chooser(rng, [3, 5, 6, 7, 9])
+    n_q, n_k = distinct(rng, 2, 7)
     n, n_large = size(4, 7), size(5, 8)
     empty_rows = np.ones((size(3, 6), size(4, 8)), dtype=bool)
     empty_rows[0] = False

@@ -29,6 +29,7 @@ import numpy as np
 
 from .. import reference
 from ..checking import Case, Exercise, Mistake
+from ._cases import distinct, sizer
 
 LESSON = "04_multi_head"
 
@@ -61,11 +62,11 @@ def _hidden_heads(rng):
     d_model a multiple of the notebook's 8 heads (so a split into 8 heads runs and is
     named); then heads of size 1, one head, a single token, and more heads.
     """
-    size = lambda low, high: int(rng.integers(low, high + 1))
+    size = sizer(rng)
     # d_head is never 8 either: dividing by it would look like the notebook's sqrt(64).
     h, d_head = [(2, 4), (4, 2), (4, 6), (6, 4), (2, 12), (4, 10)][int(rng.integers(6))]
     n = int(rng.choice([k for k in range(2, 8) if k not in (h, d_head)]))
-    h2, d2 = (int(v) for v in rng.choice(np.arange(2, 6), size=2, replace=False))
+    h2, d2 = distinct(rng, 2, 5, 2)
     h_many = size(3, 5)
     return [(n, h, d_head, f"{n} tokens, {h} heads of {d_head}"),
             (size(3, 7), h2, d2, f"{h2} heads of {d2}"),
@@ -302,8 +303,8 @@ def batched_cases(rng, hidden):
         (3, 1, 8, 2, "one token per sentence"),
     ]
     if hidden:   # the grader's sizes, drawn afresh for each grading run
-        size = lambda low, high: int(rng.integers(low, high + 1))
-        B, n, h, d_head = (int(v) for v in rng.choice(np.arange(2, 7), size=4, replace=False))
+        size = sizer(rng)
+        B, n, h, d_head = distinct(rng, 2, 6, 4)
         h2, h5 = size(2, 4), size(3, 6)
         shapes = [(B, n, h * d_head, h, f"{B} sentences, {n} tokens, {h} heads of {d_head}"),
                   (size(2, 4), size(3, 6), h2 * size(2, 6), h2, "more sentences and tokens"),

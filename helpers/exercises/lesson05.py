@@ -21,6 +21,7 @@ import numpy as np
 
 from .. import reference
 from ..checking import Case, Exercise, Mistake
+from ._cases import distinct, rounded_uniform, sizer
 
 LESSON = "05_complexity"
 
@@ -29,8 +30,8 @@ LESSON = "05_complexity"
 def make_flops_cases(rng, hidden):
     sizes = [(6, 4), (1024, 512), (3, 10), (1, 1), (100_000, 64)]   # (n, d_model)
     if hidden:   # the grader's sizes, drawn afresh for each grading run
-        size = lambda low, high: int(rng.integers(low, high + 1))
-        small_n, small_d = (int(v) for v in rng.choice(np.arange(2, 10), size=2, replace=False))
+        size = sizer(rng)
+        small_n, small_d = distinct(rng, 2, 9, 2)
         k = size(3, 9)
         sizes = [(max(small_n, small_d), min(small_n, small_d)),      # n > d
                  (2 ** size(10, 12), 2 ** size(7, 9)),
@@ -101,8 +102,10 @@ def _power_case(rng, k, c, sizes, noise, label):
 
 def make_power_cases(rng, hidden):
     if hidden:   # the grader's exponents and sizes, drawn afresh for each grading run
-        doubling = lambda start, count: [start * 2 ** i for i in range(count)]
-        k = lambda low, high: round(float(rng.uniform(low, high)), 2)
+        def doubling(start, count):
+            return [start * 2 ** i for i in range(count)]
+
+        k = rounded_uniform(rng)
         specs = [(k(1.7, 2.3), 4e-8, doubling(int(rng.integers(16, 48)), int(rng.integers(5, 8))),
                   0.08, "cost ~ size^2, noisy"),
                  (k(0.8, 1.2), 2e-6, doubling(int(rng.integers(50, 150)), int(rng.integers(3, 6))),

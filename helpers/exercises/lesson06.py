@@ -31,6 +31,7 @@ import numpy as np
 
 from .. import reference
 from ..checking import Case, Exercise, Mistake
+from ._cases import distinct, sizer
 from ..measure import format_bytes, traced_peak
 
 LESSON = "06_tiled_attention"
@@ -71,8 +72,11 @@ def make_cases(rng, hidden):
 
 def _hidden_specs(rng):
     """The grader's cases, their sizes drawn afresh for each grading run (same purposes)."""
-    size = lambda low, high: int(rng.integers(low, high + 1))
-    dims = lambda: tuple(int(v) for v in rng.choice(np.arange(2, 9), size=3, replace=False))
+    size = sizer(rng)
+
+    def dims():
+        return distinct(rng, 2, 8, 3)
+
     block = size(3, 6)
     blocks = size(2, 4)
     n_q, d_k, d_v = dims()
@@ -103,7 +107,7 @@ def _online(Q, K, V, block_size, *, rescale_l=True, rescale_acc=True, divide=Tru
     """
     n_q, n_k = Q.shape[0], K.shape[0]
     m = np.full((n_q, 1), -np.inf)
-    l = np.zeros((n_q, 1))
+    ell = np.zeros((n_q, 1))                 # the running sum l
     acc = np.zeros((n_q, V.shape[1]))
     starts = range(0, n_k, block_size) if blocks is None else blocks(n_k, block_size)
     for start in starts:
@@ -118,10 +122,10 @@ def _online(Q, K, V, block_size, *, rescale_l=True, rescale_acc=True, divide=Tru
         m_new = np.maximum(m, s.max(axis=1, keepdims=True))
         p = np.exp(s - m_new) if not mask_after_exp else np.exp(s - m_new) * keep
         r = np.exp(m - m_new)
-        l = (l * r if rescale_l else l) + p.sum(axis=1, keepdims=True)
+        ell = (ell * r if rescale_l else ell) + p.sum(axis=1, keepdims=True)
         acc = (acc * r if rescale_acc else acc) + p @ V[start:start + block_size]
         m = m_new
-    return acc / l if divide else acc
+    return acc / ell if divide else acc
 
 
 def _full_blocks_only(n_k, b):
@@ -199,9 +203,9 @@ def make_causal_cases(rng, hidden):
         (7, 3, 2, 3, _FAR, "far"),
     ]
     if hidden:   # the grader's sizes, drawn afresh for each grading run
-        size = lambda low, high: int(rng.integers(low, high + 1))
+        size = sizer(rng)
         block = size(3, 6)
-        d_k, d_v = (int(v) for v in rng.choice(np.arange(2, 9), size=2, replace=False))
+        d_k, d_v = distinct(rng, 2, 8, 2)
         specs = [
             (block * size(2, 3) + size(2, block - 1), d_k, d_v, block,
              "the max grows every block, last block partial", 4.0),

@@ -32,6 +32,7 @@ import numpy as np
 
 from .. import reference
 from ..checking import Case, Exercise, Mistake
+from ._cases import chooser, distinct, sizer
 from ._lesson07_numerical import NUMERICAL_GRADIENT_MISTAKES, make_numerical_gradient_cases
 from .lesson04 import _merge_no_transpose, _split_no_transpose
 
@@ -57,13 +58,8 @@ def _softmax_backward_case(rng, shape, label, axis=-1, spread=2.0, mask=None):
     return Case((y, dy), kwargs, label=f"{label}: y and dy {shape}" + (f", axis={axis}" if kwargs else ""))
 
 
-def _two_sizes(rng, low=2, high=7):
-    """Two different sizes (for the grader's non-square cases, drawn for each grading run)."""
-    return tuple(int(v) for v in rng.choice(np.arange(low, high + 1), size=2, replace=False))
-
-
 def make_softmax_backward_cases(rng, hidden):
-    size = lambda low, high: int(rng.integers(low, high + 1))
+    size = sizer(rng)
     n = size(4, 7) if hidden else 4
     masked = np.ones((3, 5), dtype=bool)
     masked[0] = False                                   # row 0: fully masked, y = 0 there
@@ -74,7 +70,8 @@ def make_softmax_backward_cases(rng, hidden):
         masked[0, 1::2] = False
     saturated = rng.standard_normal((2, size(4, 8) if hidden else 5))
     saturated[0] *= 40.0                                # row 0: nearly one-hot
-    rows, tall = (_two_sizes(rng), sorted(_two_sizes(rng), reverse=True)) if hidden else ((3, 5), (5, 3))
+    rows, tall = ((distinct(rng, 2, 7), sorted(distinct(rng, 2, 7), reverse=True)) if hidden
+                  else ((3, 5), (5, 3)))
     return [
         _softmax_backward_case(rng, (n, n), "a square grid of weights"),
         _softmax_backward_case(rng, tuple(rows), "rows of weights"),
@@ -145,11 +142,11 @@ def make_attention_backward_cases(rng, hidden):
                       [True, True, False, True, True, True],
                       [False, True, True, False, True, False]])
     if hidden:   # the grader's sizes, drawn afresh for each grading run
-        size = lambda low, high: int(rng.integers(low, high + 1))
+        size = sizer(rng)
         # d_k is never 1, 2 or the notebook's 4, where one mistaken scale looks like another.
-        d_k = lambda: int(rng.choice([3, 5, 6, 7]))
+        d_k = chooser(rng, [3, 5, 6, 7])
         n, n_causal, n_heads = size(4, 7), size(4, 8), size(3, 6)
-        n_q, n_k = _two_sizes(rng)
+        n_q, n_k = distinct(rng, 2, 7)
         empty = rng.random((size(3, 5), size(4, 7))) < 0.7
         empty[0] = False                                 # query 0 may attend to nothing
         empty[1:, 0] = True                              # every other query to something
@@ -273,11 +270,11 @@ def _mha_backward_case(rng, n, d_model, num_heads, label, mask=None):
 
 def make_mha_backward_cases(rng, hidden):
     if hidden:   # the grader's sizes, drawn afresh for each grading run
-        size = lambda low, high: int(rng.integers(low, high + 1))
+        size = sizer(rng)
         n_empty, n_causal = size(3, 6), size(4, 7)
         empty = reference.causal_mask(n_empty) & (np.arange(n_empty) > 0)   # row 0 empty
-        h1, d1 = _two_sizes(rng, 2, 4)
-        h2, d2 = _two_sizes(rng, 2, 4)
+        h1, d1 = distinct(rng, 2, 4)
+        h2, d2 = distinct(rng, 2, 4)
         specs = [(size(3, 7), h1 * d1, h1, f"{h1} heads of {d1}", None),
                  (size(3, 6), h2 * d2, h2, f"{h2} heads of {d2}", None),
                  (n_causal, 3 * size(2, 4), 3, "3 heads, causal mask", reference.causal_mask(n_causal)),

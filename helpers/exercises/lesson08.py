@@ -28,6 +28,7 @@ import numpy as np
 
 from .. import reference
 from ..checking import Case, Exercise, Mistake
+from ._cases import distinct, sizer
 
 LESSON = "08_training"
 
@@ -45,9 +46,9 @@ def _loss_case(rng, B, n, d_model, V, label, query=None, spread=1.0):
 
 def make_loss_gradient_cases(rng, hidden):
     if hidden:   # the grader's sizes, drawn afresh for each grading run
-        size = lambda low, high: int(rng.integers(low, high + 1))
+        size = sizer(rng)
         B = size(3, 5)
-        n, V = (int(v) for v in rng.choice(np.arange(6, 12), size=2, replace=False))
+        n, V = distinct(rng, 6, 11, 2)
         n2 = size(4, 7)
         return [
             _loss_case(rng, B, n, size(2, 5), V, f"{B} sentences, pronouns at different places"),
@@ -131,7 +132,7 @@ def _embedding_case(rng, tokens, vocab_size, d_model, label):
 
 def make_embedding_gradient_cases(rng, hidden):
     if hidden:   # the grader's sizes, drawn afresh for each grading run
-        size = lambda low, high: int(rng.integers(low, high + 1))
+        size = sizer(rng)
         n, V = size(4, 6), size(8, 11)
         repeated = rng.integers(0, V - 1, size=(2, n))            # word V - 1 never appears
         repeated[0, :2] = repeated[1, -1] = int(rng.integers(0, V - 1))   # twice, and in both

@@ -32,6 +32,7 @@ import numpy as np
 
 from .. import reference
 from ..checking import Case, Exercise, Mistake
+from ._cases import sizer
 
 LESSON = "09_position"
 
@@ -41,7 +42,7 @@ def make_sinusoidal_cases(rng, hidden):
     specs = [(6, 8, None), (5, 4, 100.0), (3, 12, None), (1, 2, None), (9, 6, 10.0)]
     if hidden:   # the grader's sizes, drawn afresh for each grading run
         even = lambda low, high: 2 * int(rng.integers(low, high + 1))
-        size = lambda low, high: int(rng.integers(low, high + 1))
+        size = sizer(rng)
         specs = [(size(4, 9), even(3, 6), None), (size(3, 7), even(2, 4), float(rng.choice([50.0, 300.0]))),
                  (size(2, 5), even(5, 8), None), (1, 2, None), (size(6, 12), even(2, 5), 10.0)]
     return [Case((n, d), {} if base is None else {"base": base},
@@ -131,7 +132,7 @@ def _rope_case(rng, shape, positions, label, base=None):
 
 def make_rope_cases(rng, hidden):
     if hidden:
-        size = lambda low, high: int(rng.integers(low, high + 1))
+        size = sizer(rng)
         n, d = size(3, 6), 2 * size(2, 4)
         m = size(4, 7)
         gaps = rng.choice(np.arange(1, 40), size=m, replace=False)
@@ -189,7 +190,7 @@ def _attention_case(rng, batch, n, d_k, d_v, label, mask=None, positions=None):
 
 
 def make_rotary_attention_cases(rng, hidden):
-    size = (lambda low, high: int(rng.integers(low, high + 1))) if hidden else None
+    size = sizer(rng) if hidden else None
     if hidden:
         n, m = size(4, 7), size(3, 6)
         return [
@@ -240,7 +241,7 @@ def _backward_case(rng, shape, positions, label, base=None):
 
 def make_rope_backward_cases(rng, hidden):
     if hidden:
-        size = lambda low, high: int(rng.integers(low, high + 1))
+        size = sizer(rng)
         n, m = size(3, 6), size(3, 5)
         return [
             _backward_case(rng, (n, 2 * size(2, 4)), np.arange(n), "consecutive positions"),

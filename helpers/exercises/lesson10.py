@@ -26,6 +26,7 @@ import numpy as np
 
 from .. import reference
 from ..checking import Case, Exercise, Mistake
+from ._cases import sizer
 
 LESSON = "10_two_layers"
 
@@ -48,7 +49,7 @@ def _residual_case(rng, batch, n, d_model, num_heads, label, mask=None):
 
 def make_residual_cases(rng, hidden):
     if hidden:   # the grader's sizes, drawn afresh for each grading run
-        size = lambda low, high: int(rng.integers(low, high + 1))
+        size = sizer(rng)
         heads, n_causal = size(2, 3), size(4, 7)
         specs = [((), size(4, 7), heads * size(2, 4), heads, f"{heads} heads", None),
                  ((), n_causal, 2 * size(2, 3), 2, "2 heads, causal mask", reference.causal_mask(n_causal)),
@@ -116,7 +117,7 @@ def _stack_case(rng, B, n, d_model, num_layers, num_heads, layer, k, label, mask
 
 def make_stack_cases(rng, hidden):
     if hidden:   # the grader's sizes, drawn afresh for each grading run
-        size = lambda low, high: int(rng.integers(low, high + 1))
+        size = sizer(rng)
         n_causal = size(4, 7)
         specs = [(size(3, 4), size(4, 7), 2 * size(2, 3), 2, 1, 1, 1, "two layers, layer 1"),
                  (size(2, 3), size(5, 7), 2 * size(2, 3), 3, 2, 2, 2, "three layers, layer 2"),

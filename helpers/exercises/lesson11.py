@@ -29,6 +29,7 @@ import numpy as np
 
 from .. import reference
 from ..checking import Case, Exercise, Mistake
+from ._cases import sizer
 
 LESSON = "11_inference"
 
@@ -90,7 +91,7 @@ def gqa_cases(rng, hidden):
         (1, 2, 1, 3, "a single token", None),
     ]
     if hidden:   # the grader's sizes, drawn afresh for each grading run
-        size = lambda low, high: int(rng.integers(low, high + 1))
+        size = sizer(rng)
         h, g = [(4, 2), (6, 2), (6, 3), (8, 2), (8, 4)][int(rng.integers(5))]
         h2 = int(rng.choice([4, 6, 8]))
         shapes = [(size(3, 7), h, g, int(rng.choice([2, 3, 5])), f"{h} query heads, {g} kv heads", None),
@@ -229,7 +230,7 @@ def decode_cases(rng, hidden):
         (6, 3, 2, 4, None, "6 query heads, 3 kv heads", True),
     ]
     if hidden:   # the grader's sizes, drawn afresh for each grading run
-        size = lambda low, high: int(rng.integers(low, high + 1))
+        size = sizer(rng)
         h, g = [(4, 2), (6, 2), (6, 3), (8, 2), (8, 4)][int(rng.integers(5))]
         w = size(2, 4)
         shapes = [(h, g, size(2, 4), size(3, 7), None, f"{h} query heads, {g} kv heads", True),

@@ -1,7 +1,7 @@
 """Lesson 08: the model's backward glue, around lesson 07's attention backward pass.
 
 Part of :mod:`helpers.reference` (see its docstring for the conventions). The model
-of lesson 08 (``helpers.training``) is::
+of lesson 08 (``helpers.lessons.l08_training.model``) is::
 
     X      = tok[tokens] + pos                     (B, n, d_model)
     out, _ = multi_head_attention(X, ...)          (B, n, d_model)

@@ -38,11 +38,11 @@ def _course_files():
     """``({files of helpers.reference}, {files of the checks' machinery})`` as code objects name them."""
     import helpers.checking
     import helpers.checks
-    import helpers.comparing
     import helpers.exercises
     import helpers.reference
 
-    machinery = {helpers.checking.__file__, helpers.checks.__file__, helpers.comparing.__file__}
+    machinery = {helpers.checks.__file__}
+    machinery |= {str(p) for p in Path(helpers.checking.__file__).parent.glob("*.py")}
     machinery |= {str(p) for p in Path(helpers.exercises.__file__).parent.glob("*.py")}
     reference = {str(p) for p in Path(helpers.reference.__file__).parent.glob("*.py")}
     return reference, machinery

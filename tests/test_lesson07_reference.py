@@ -127,7 +127,8 @@ def test_softmax_backward_of_two_entries_by_hand():
 def test_softmax_backward_of_a_constant_upstream_gradient_is_zero():
     # softmax sums to 1 whatever x is, so L = c * sum(y) does not depend on x
     y = ref.softmax(np.random.default_rng(4).standard_normal((3, 5)))
-    np.testing.assert_allclose(ref.softmax_backward(y, np.full((3, 5), 7.0)), 0.0, atol=1e-13)  # rounding of sum(y) = 1
+    # atol: the rounding of sum(y) = 1
+    np.testing.assert_allclose(ref.softmax_backward(y, np.full((3, 5), 7.0)), 0.0, atol=1e-13)
 
 
 def test_softmax_backward_entries_sum_to_zero_along_the_axis():

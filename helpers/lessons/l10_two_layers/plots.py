@@ -1,9 +1,9 @@
-"""Lesson 10's figure of the routes over seeds (Okabe-Ito colours, as :mod:`helpers.training_plots`)."""
+"""Lesson 10's figure of the routes over seeds (Okabe-Ito colours: :data:`helpers.plots.LINES`)."""
 
 import matplotlib.pyplot as plt
 import numpy as np
 
-from .training_plots import OKABE_ITO
+from ...plots import LINES
 
 
 def weights_by_seed(seeds, weights, labels, routes, *, ax=None, title=""):
@@ -31,7 +31,7 @@ def weights_by_seed(seeds, weights, labels, routes, *, ax=None, title=""):
     if ax is None:
         _, ax = plt.subplots(figsize=(10, 3.6))
     width = 0.8 / len(labels)
-    for k, (label, color) in enumerate(zip(labels, OKABE_ITO)):
+    for k, (label, color) in enumerate(zip(labels, LINES)):
         ax.bar(np.arange(len(seeds)) + (k - (len(labels) - 1) / 2) * width, W[:, k], width,
                color=color, label=label)
     ax.set_xticks(range(len(seeds)), labels=[f"seed {s}\n{r}" for s, r in zip(seeds, routes)])

@@ -14,7 +14,7 @@ adjective, two or three words to its right.
 Held-out split: a fifth of the *pairs* (animal, object) never appear in a training
 sentence. Every noun is seen in training, with other partners.
 
-The splits are :class:`helpers.corpus.Split` objects, as in lesson 08, except that
+The splits are :class:`helpers.lessons.l08_training.corpus.Split` objects, as in lesson 08, except that
 ``targets`` holds, per sentence, the position of the noun "it" means (column 0) and the
 position of the adjective that decides it (column 1).
 """
@@ -23,7 +23,7 @@ import itertools
 
 import numpy as np
 
-from .corpus import Corpus, Split
+from ..l08_training.corpus import Corpus, Split
 
 ANIMALS = ["cat", "dog", "bird", "horse", "cow", "fox", "rabbit", "mouse",
            "lion", "tiger", "bear", "wolf", "goat", "sheep", "duck", "pig"]
@@ -95,7 +95,7 @@ def make_corpus(seed=0, heldout_fraction=HELDOUT_FRACTION):
 
     Returns
     -------
-    helpers.corpus.Corpus
+    helpers.lessons.l08_training.corpus.Corpus
         ``train`` and ``test`` share no pair of nouns; every noun appears in ``train``.
         Per pair: 2 orders x 5 templates x 4 adjectives = 40 sentences, half of them
         about the animal.

@@ -7,9 +7,7 @@ Colour-blind-safe colours throughout: viridis for attention weights (as in
 import matplotlib.pyplot as plt
 import numpy as np
 
-from .plots import SEQUENTIAL, heatmap
-
-OKABE_ITO = ["#0072B2", "#D55E00", "#009E73", "#CC79A7", "#E69F00", "#56B4E9"]
+from ...plots import LINES, SEQUENTIAL, heatmap
 
 
 def smooth(values, window=25):
@@ -55,7 +53,7 @@ def loss_curves(curves, *, ax=None, window=25, title="", log=False):
     """
     if ax is None:
         _, ax = plt.subplots(figsize=(8, 4))
-    for (label, runs), color in zip(curves.items(), OKABE_ITO):
+    for (label, runs), color in zip(curves.items(), LINES):
         runs = [np.asarray(runs, dtype=float)] if np.ndim(runs[0]) == 0 else \
             [np.asarray(r, dtype=float) for r in runs]
         for run in runs:

@@ -1,4 +1,4 @@
-"""Lesson 09's training: ``train_attention(..., position=, shifts=)`` and the two-back task.
+"""Lesson 09's training: ``l09_position.train(..., position=, shifts=)`` and the two-back task.
 
 The thresholds are the lesson's claims with the default seed (the notebook prints the
 numbers and repeats the key comparison over more seeds). Gradients are checked against
@@ -9,7 +9,9 @@ Timings are in benchmarks/run.py, not here.
 import numpy as np
 import pytest
 
-from helpers import position_tasks, positional, training
+from helpers.lessons import l08_training, l09_position
+from helpers.lessons.l08_training import training
+from helpers.lessons.l09_position import model, two_back
 from finite_differences import central_differences
 
 SHIFTS = (0, 1, 2, 4, 8)
@@ -18,16 +20,14 @@ SHIFTS = (0, 1, 2, 4, 8)
 @pytest.fixture(scope="module")
 def runs():
     """The lesson's four models (two heads, seed 0), each measured at every shift."""
-    return {position: training.train_attention("two_relations", num_heads=2, position=position,
-                                               shifts=SHIFTS)
-            for position in positional.POSITIONS}
+    return {position: l09_position.train("two_relations", num_heads=2, position=position, shifts=SHIFTS)
+            for position in model.POSITIONS}
 
 
 # ----------------------------------------------------------------- the thresholds (seed 0)
 def test_without_position_its_noun_is_found_but_the_subject_is_at_chance(runs):
     result = runs["none"]
-    its_noun, subject = position_tasks.relation_accuracy(result["params"], result["corpus"].test,
-                                                         2, "none")
+    its_noun, subject = l09_position.relation_accuracy(result)
     assert its_noun >= 0.9
     assert 0.4 <= subject <= 0.6                 # two nouns, nothing to tell the first: 1 in 2
 
@@ -65,42 +65,49 @@ def test_without_position_a_shift_changes_nothing(runs):
 
 # ----------------------------------------------------------------- what each way builds
 def test_learned_without_shifts_keeps_lesson_08s_shapes():
-    result = training.train_attention("coreference", steps=2)
+    result = l09_position.train("coreference", steps=2)
     assert len(result["corpus"].vocab) == 85 and result["params"]["pos"].shape == (10, 32)
 
 
 def test_shifts_add_a_filler_word_and_a_longer_context():
-    result = training.train_attention("coreference", steps=2, shifts=(0, 3))
+    result = l09_position.train("coreference", steps=2, shifts=(0, 3))
     corpus = result["corpus"]
-    assert corpus.vocab[-1] == positional.FILLER and len(corpus.vocab) == 86
+    assert corpus.vocab[-1] == model.FILLER and len(corpus.vocab) == 86
     assert result["params"]["pos"].shape == (13, 32)
     assert corpus.train.tokens.shape[1] == 13
 
 
 @pytest.mark.parametrize("position", ["none", "sinusoidal", "rope"])
 def test_only_learned_has_position_parameters(position):
-    result = training.train_attention("coreference", steps=2, position=position)
+    result = l09_position.train("coreference", steps=2, position=position)
     assert "pos" not in result["params"]
 
 
 def test_the_default_is_learned():
-    a = training.train_attention("coreference", steps=20, seed=1)["loss"]
-    b = training.train_attention("coreference", steps=20, seed=1, position="learned")["loss"]
+    a = l09_position.train("coreference", steps=20, seed=1)["loss"]
+    b = l09_position.train("coreference", steps=20, seed=1, position="learned")["loss"]
     assert np.array_equal(a, b)
+
+
+def test_learned_positions_train_exactly_lesson_08s_model():
+    a = l09_position.train("two_relations", steps=20, seed=1, num_heads=2)
+    b = l08_training.train("two_relations", steps=20, seed=1, num_heads=2)
+    assert np.array_equal(a["loss"], b["loss"]) and a["accuracy"] == b["accuracy"]
+    assert all(np.array_equal(a["params"][name], b["params"][name]) for name in b["params"])
 
 
 @pytest.mark.parametrize("position", ["none", "sinusoidal", "rope"])
 def test_same_seed_gives_the_same_run(position):
-    a = training.train_attention("coreference", steps=15, seed=2, position=position, shifts=(0, 2))
-    b = training.train_attention("coreference", steps=15, seed=2, position=position, shifts=(0, 2))
+    a = l09_position.train("coreference", steps=15, seed=2, position=position, shifts=(0, 2))
+    b = l09_position.train("coreference", steps=15, seed=2, position=position, shifts=(0, 2))
     assert np.array_equal(a["loss"], b["loss"]) and a["accuracy_by_shift"] == b["accuracy_by_shift"]
 
 
 def test_sinusoidal_input_is_the_word_vector_plus_the_table():
     corpus = training.load_corpus()
-    params = training.init_params(len(corpus.vocab), 4, 1, np.random.default_rng(0), position="sinusoidal")
+    params = model.init_params(len(corpus.vocab), 4, 1, np.random.default_rng(0), position="sinusoidal")
     tokens = corpus.test.tokens[:2]
-    X = positional.embed(params, tokens, "sinusoidal")
+    X = model.embedding("sinusoidal")(params, tokens)
     p = np.arange(10)[:, None]
     table = np.hstack([np.sin(p), np.cos(p), np.sin(p / 100), np.cos(p / 100)])   # d_model = 4, by hand
     np.testing.assert_allclose(X, params["tok"][tokens] + table, atol=1e-14)
@@ -112,8 +119,8 @@ def test_rope_scores_depend_only_on_the_offset_between_two_words():
     params = {"tok": rng.standard_normal((5, 8)), **{w: rng.standard_normal((8, 8))
                                                      for w in ("W_q", "W_k", "W_v", "W_o")}}
     tokens = np.array([[1, 2, 0, 0, 0, 0], [0, 0, 0, 1, 2, 0]])    # word 1, then word 2, twice
-    X = positional.embed(params, tokens, "rope")
-    _, w = positional.rope_attention(X, params["W_q"], params["W_k"], params["W_v"], params["W_o"], 2)
+    X = model.embedding("rope")(params, tokens)
+    _, w = model.rope_attention(X, params["W_q"], params["W_k"], params["W_v"], params["W_o"], 2)
     # Weights differ (other words around); the scores are log-ratios of weights in a row.
     ratio_a = np.log(w[0, :, 0, 1] / w[0, :, 0, 0])               # query word 1 at 0: word 2 vs itself
     ratio_b = np.log(w[1, :, 3, 4] / w[1, :, 3, 3])               # query word 1 at 3: the same two
@@ -123,15 +130,15 @@ def test_rope_scores_depend_only_on_the_offset_between_two_words():
 # ----------------------------------------------------------------- the gradients
 @pytest.mark.parametrize("position, num_heads", [("none", 1), ("sinusoidal", 2), ("rope", 2)])
 def test_every_gradient_matches_central_differences(position, num_heads):
-    corpus = positional.padded_corpus(training.load_corpus(), 2)
+    corpus = model.padded_corpus(training.load_corpus(), 2)
     rng = np.random.default_rng(0)
-    params = training.init_params(len(corpus.vocab), 4, 2, rng, position=position, n=12)
+    params = model.init_params(len(corpus.vocab), 4, 2, rng, position=position, n=12)
     batch = training.sample_batch(corpus.train, rng, batch_size=3)
-    _, grads = training.loss_and_grads(params, batch, num_heads, position=position)
+    _, grads = model.loss_and_grads(params, batch, num_heads, position=position)
     assert set(grads) == set(params)
     for name, value in params.items():
         def loss_of(Z):
-            return training.loss_and_grads({**params, name: Z}, batch, num_heads, position=position)[0]
+            return model.loss_and_grads({**params, name: Z}, batch, num_heads, position=position)[0]
         np.testing.assert_allclose(grads[name], central_differences(loss_of, value),
                                    rtol=1e-5, atol=1e-8, err_msg=name)
 
@@ -139,12 +146,12 @@ def test_every_gradient_matches_central_differences(position, num_heads):
 @pytest.mark.parametrize("position", ["learned", "rope"])
 def test_two_back_gradients_match_central_differences(position):
     rng = np.random.default_rng(1)
-    params = position_tasks.init_params(4, rng, position)
-    tokens = rng.integers(0, position_tasks.VOCAB, size=(2, position_tasks.TRAIN_LENGTH))
-    _, grads = position_tasks.loss_and_grads(params, tokens, 2, position)
+    params = two_back.init_params(4, rng, position)
+    tokens = rng.integers(0, two_back.VOCAB, size=(2, two_back.TRAIN_LENGTH))
+    _, grads = two_back.loss_and_grads(params, tokens, 2, position)
     for name, value in params.items():
         def loss_of(Z):
-            return position_tasks.loss_and_grads({**params, name: Z}, tokens, 2, position)[0]
+            return two_back.loss_and_grads({**params, name: Z}, tokens, 2, position)[0]
         np.testing.assert_allclose(grads[name], central_differences(loss_of, value),
                                    rtol=1e-5, atol=1e-8, err_msg=name)
 
@@ -152,7 +159,7 @@ def test_two_back_gradients_match_central_differences(position):
 # ----------------------------------------------------------------- shifted sentences
 def test_a_shifted_sentence_starts_after_k_filler_words():
     corpus = training.load_corpus()
-    shifted = positional.shift(corpus.test, 3, 14, filler=99)
+    shifted = model.shift(corpus.test, 3, 14, filler=99)
     assert shifted.tokens.shape == (len(corpus.test), 14)
     assert np.all(shifted.tokens[:, :3] == 99) and np.all(shifted.tokens[:, 13:] == 99)
     assert np.array_equal(shifted.tokens[:, 3:13], corpus.test.tokens)
@@ -163,15 +170,15 @@ def test_a_shifted_sentence_starts_after_k_filler_words():
 
 # ----------------------------------------------------------------- longer than trained
 def test_two_back_rope_holds_at_one_and_a_half_times_the_length():
-    result = position_tasks.train_two_back("rope", lengths=(16, 24))
+    result = l09_position.train_two_back("rope", lengths=(16, 24))
     assert result["accuracy_by_length"][16] >= 0.95 and result["accuracy_by_length"][24] >= 0.9
 
 
 def test_two_back_learned_cannot_run_past_its_positions():
-    result = position_tasks.train_two_back("learned", lengths=(16, 24), steps=2)
+    result = l09_position.train_two_back("learned", lengths=(16, 24), steps=2)
     assert result["accuracy_by_length"][24] is None
     with pytest.raises(ValueError, match="has vectors for 16 positions only, not 24"):
-        position_tasks.accuracy(result["params"], 1, "learned", 24)
+        two_back.accuracy(result["params"], 1, "learned", 24)
 
 
 # ----------------------------------------------------------------- bad arguments
@@ -187,5 +194,5 @@ BAD = [
 
 @pytest.mark.parametrize("kwargs, error, message", BAD, ids=[m for _, _, m in BAD])
 def test_bad_argument_gets_a_clear_error_naming_it(kwargs, error, message):
-    with pytest.raises(error, match="train_attention: " + message):
-        training.train_attention("coreference", steps=1, **kwargs)
+    with pytest.raises(error, match="train: " + message):
+        l09_position.train("coreference", steps=1, **kwargs)

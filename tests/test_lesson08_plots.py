@@ -8,7 +8,7 @@ import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
 import pytest  # noqa: E402
 
-from helpers import training_plots  # noqa: E402
+from helpers.lessons.l08_training import plots as training_plots  # noqa: E402
 
 
 @pytest.mark.parametrize("values, window, steps, averages", [

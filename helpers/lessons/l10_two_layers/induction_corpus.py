@@ -14,7 +14,7 @@ came before), from a query position inside the repeat (not its last letter). Bec
 offset varies (and so does where the segment starts), the answer's position cannot be
 found from the query's position alone.
 
-The splits are :class:`helpers.corpus.Split` objects: ``query`` is the query position,
+The splits are :class:`helpers.lessons.l08_training.corpus.Split` objects: ``query`` is the query position,
 ``targets`` column 0 the position to point at and column 1 the earlier occurrence of the
 query's letter (one to its left); ``nouns`` holds those two positions too (the two
 positions the answer is made from, which ``ablate(..., "nouns")`` silences).
@@ -24,7 +24,7 @@ import string
 
 import numpy as np
 
-from .corpus import Corpus, Split
+from ..l08_training.corpus import Corpus, Split
 
 LENGTH = 16                          # letters per sequence
 VOCAB = list(string.ascii_lowercase) # 26 letters
@@ -55,7 +55,7 @@ def make_corpus(seed=0, train_size=TRAIN_SIZE, test_size=TEST_SIZE):
 
     Returns
     -------
-    helpers.corpus.Corpus
+    helpers.lessons.l08_training.corpus.Corpus
         The vocabulary is the 26 letters.
     """
     rng = np.random.default_rng(seed)

@@ -1,4 +1,4 @@
-"""Lesson 10's model (helpers/layers.py), its corpora, and train_attention(num_layers=...).
+"""Lesson 10's model (helpers/lessons/l10_two_layers/model.py), its corpora, and train(num_layers=...).
 
 Expected values come from hand-worked sentences, from a softmax and an attention written
 out here with np.exp, or from central finite differences written here; never from the
@@ -9,7 +9,11 @@ module-scoped fixtures: five training runs in all.
 import numpy as np
 import pytest
 
-from helpers import corpus_adjective, corpus_induction, layers, training
+from helpers.lessons import l08_training, l10_two_layers
+from helpers.lessons.l08_training import training
+from helpers.lessons.l10_two_layers import adjective_corpus as corpus_adjective
+from helpers.lessons.l10_two_layers import induction_corpus as corpus_induction
+from helpers.lessons.l10_two_layers import model as layers
 from finite_differences import central_differences
 
 
@@ -32,7 +36,8 @@ def test_held_out_pairs_never_appear_in_a_training_sentence(adjective):
 
 
 def test_every_noun_is_seen_in_training(adjective):
-    nouns = {w for i in range(len(adjective.train)) for w in words_at(adjective.train, i, adjective.train.nouns[i])}
+    train = adjective.train
+    nouns = {w for i in range(len(train)) for w in words_at(train, i, train.nouns[i])}
     assert nouns == set(corpus_adjective.ANIMALS) | set(corpus_adjective.OBJECTS)
 
 
@@ -59,7 +64,8 @@ def test_both_orders_and_both_referents_are_equally_common(adjective, split):
 
 def test_lesson_01s_sentence_is_encoded_with_its_positions():
     rows = corpus_adjective.sentences_of("cat", "mat")
-    text, pronoun, (its_noun, adj), nouns = next(r for r in rows if r[0] == "the cat sat on the mat because it was tired")
+    tired = "the cat sat on the mat because it was tired"
+    text, pronoun, (its_noun, adj), nouns = next(r for r in rows if r[0] == tired)
     assert (pronoun, its_noun, adj, nouns) == (7, 1, 9, (1, 5))
     wet = next(r for r in rows if r[0] == "the cat sat on the mat because it was wet")
     assert wet[2] == (5, 9)                                      # "it" is the mat
@@ -97,6 +103,15 @@ def test_only_the_repeated_segment_repeats(induction):
         assert len(twice) % 2 == 0 and np.all(twice[len(twice) // 2:] - twice[:len(twice) // 2] == offset)
 
 
+@pytest.mark.parametrize("seed", range(5))
+def test_one_sample_repeats_a_segment_of_3_to_5_letters_and_asks_inside_the_repeat(seed):
+    tokens, query, target, earlier = corpus_induction.sample(np.random.default_rng(seed))
+    assert tokens.shape == (16,) and tokens[earlier] == tokens[query] and target == earlier + 1
+    assert tokens[query + 1] == tokens[target]           # the letter to name follows the query
+    repeated = np.flatnonzero(np.bincount(tokens) == 2)
+    assert 3 <= len(repeated) <= 5
+
+
 def test_offsets_vary(induction):
     offsets = induction.train.query - induction.train.targets[:, 1]
     assert len(np.unique(offsets)) >= 8
@@ -126,7 +141,7 @@ def test_each_layer_adds_its_attention_output_to_its_input():
     states, weights = layers.forward(params, batch.tokens, num_heads=1)
     X = params["tok"][batch.tokens] + params["pos"]
     for layer in (1, 2):
-        W_q, W_k, W_v, W_o = (params[f"{w}{layer}"] for w in ("W_q", "W_k", "W_v", "W_o"))
+        W_q, W_k, W_v, W_o = (params["layers"][layer - 1][w] for w in ("W_q", "W_k", "W_v", "W_o"))
         w = softmax_rows((X @ W_q) @ np.swapaxes(X @ W_k, 1, 2) / np.sqrt(4))
         np.testing.assert_allclose(weights[layer - 1][:, 0], w, rtol=1e-10)
         X = X + (w @ (X @ W_v)) @ W_o
@@ -155,17 +170,30 @@ def test_every_gradient_matches_central_differences(num_layers, num_heads, scale
     params, batch = tiny_params(num_layers, task=task)
     mask = layers.task_mask(task, batch.tokens.shape[1])
     _, grads = layers.loss_and_grads(params, batch, num_heads, scale, mask)
-    assert set(grads) == set(params)
-    for name, value in params.items():
+    flat, grads = layers.flatten(params), layers.flatten(grads)
+    assert set(grads) == set(flat) and len(flat) == 2 + 4 * num_layers
+    for name, value in flat.items():
         def loss_of(Z):
-            return layers.loss_and_grads({**params, name: Z}, batch, num_heads, scale, mask)[0]
+            changed = layers.unflatten({**flat, name: Z})
+            return layers.loss_and_grads(changed, batch, num_heads, scale, mask)[0]
         np.testing.assert_allclose(grads[name], central_differences(loss_of, value),
                                    rtol=1e-5, atol=1e-8, err_msg=name)
 
 
+def test_a_stacks_parameters_are_a_list_of_per_layer_dicts():
+    params, _ = tiny_params(3)
+    assert set(params) == {"tok", "pos", "layers"} and len(params["layers"]) == 3
+    assert all(set(layer) == {"W_q", "W_k", "W_v", "W_o"} for layer in params["layers"])
+    flat = layers.flatten(params)
+    assert list(flat)[:6] == ["tok", "pos", "W_q1", "W_k1", "W_v1", "W_o1"]
+    assert flat["W_v3"] is params["layers"][2]["W_v"]
+    back = layers.unflatten(flat)
+    assert back["layers"][1]["W_k"] is params["layers"][1]["W_k"]
+
+
 def test_a_uniform_pointer_costs_ln_n():
     params, batch = tiny_params(2)
-    params["W_q2"] = np.zeros_like(params["W_q2"])              # every score 0: weights 1/n
+    params["layers"][1]["W_q"] = np.zeros_like(params["layers"][1]["W_q"])   # every score 0: weights 1/n
     loss, _ = layers.loss_and_grads(params, batch, num_heads=1)
     assert loss == pytest.approx(np.log(10))
 
@@ -173,12 +201,12 @@ def test_a_uniform_pointer_costs_ln_n():
 # ----------------------------------------------------------------- the thresholds (seed 0)
 @pytest.fixture(scope="module")
 def one_layer():
-    return training.train_attention("adjective", num_layers=1)
+    return l10_two_layers.train("adjective", num_layers=1)
 
 
 @pytest.fixture(scope="module")
 def two_layers():
-    return training.train_attention("adjective", num_layers=2)
+    return l10_two_layers.train("adjective", num_layers=2)
 
 
 def test_two_layers_resolve_the_adjective_on_held_out_pairs(two_layers):
@@ -202,18 +230,18 @@ def test_one_layer_weighs_the_two_nouns_alike_whatever_the_adjective(one_layer):
 
 def test_ablating_layer_1_at_it_finds_the_default_seeds_route(two_layers):
     # seed 0 takes the first route: "it" gathers the adjective in layer 1
-    assert training.ablate(two_layers, 1, "pronoun") <= 0.6
-    assert training.ablate(two_layers, 1, "nouns") >= 0.9
+    assert l10_two_layers.ablate(two_layers, 1, "pronoun") <= 0.6
+    assert l10_two_layers.ablate(two_layers, 1, "nouns") >= 0.9
 
 
 @pytest.mark.parametrize("at", ["pronoun", "nouns", "all"])
 def test_ablating_the_last_layer_changes_nothing(two_layers, at):
-    assert training.ablate(two_layers, 2, at) == two_layers["accuracy"]
+    assert l10_two_layers.ablate(two_layers, 2, at) == two_layers["accuracy"]
 
 
 @pytest.fixture(scope="module")
 def induction_runs():
-    return {L: training.train_attention("induction", num_layers=L) for L in (1, 2)}
+    return {L: l10_two_layers.train("induction", num_layers=L) for L in (1, 2)}
 
 
 def test_two_layers_learn_induction(induction_runs):
@@ -225,31 +253,31 @@ def test_one_layer_cannot_learn_induction(induction_runs):
 
 
 def test_induction_needs_layer_1_at_the_earlier_letters(induction_runs):
-    assert training.ablate(induction_runs[2], 1, "nouns") <= 0.5
+    assert l10_two_layers.ablate(induction_runs[2], 1, "nouns") <= 0.5
 
 
 # ----------------------------------------------------------------- reproducibility and errors
 @pytest.mark.parametrize("task", ["adjective", "induction"])
 def test_same_seed_gives_the_same_run_bit_for_bit(task):
-    a = training.train_attention(task, num_layers=2, steps=20, seed=3)
-    b = training.train_attention(task, num_layers=2, steps=20, seed=3)
-    c = training.train_attention(task, num_layers=2, steps=20, seed=4)
+    a = l10_two_layers.train(task, num_layers=2, steps=20, seed=3)
+    b = l10_two_layers.train(task, num_layers=2, steps=20, seed=3)
+    c = l10_two_layers.train(task, num_layers=2, steps=20, seed=4)
     assert np.array_equal(a["loss"], b["loss"]) and not np.array_equal(a["loss"], c["loss"])
 
 
 def test_default_steps_are_the_tasks():
-    result = training.train_attention("adjective", num_layers=2, d_model=2, num_heads=2)
+    result = l10_two_layers.train("adjective", num_layers=2, d_model=2, num_heads=2)
     assert len(result["loss"]) == layers.TASKS["adjective"][2]
 
 
 @pytest.mark.parametrize("dtype", ["float32", "float64"])
 def test_dtype_is_kept_in_every_parameter(dtype):
-    result = training.train_attention("adjective", num_layers=2, steps=3, dtype=dtype)
-    assert {str(p.dtype) for p in result["params"].values()} == {dtype}
+    result = l10_two_layers.train("adjective", num_layers=2, steps=3, dtype=dtype)
+    assert {str(p.dtype) for p in layers.flatten(result["params"]).values()} == {dtype}
 
 
 @pytest.mark.parametrize("kwargs, error, match", [
-    ({"task": "coreference", "num_layers": 2}, ValueError, "needs a pointer task"),
+    ({"task": "coreference", "num_layers": 2}, ValueError, "answers by pointing: task must be one of"),
     ({"task": "adjective", "num_layers": 0}, ValueError, "num_layers must be a whole number >= 1"),
     ({"task": "adjective", "num_layers": 1.5}, ValueError, "num_layers must be a whole number"),
     ({"task": "adjective", "num_heads": 3}, ValueError, "not divisible by num_heads=3"),
@@ -262,12 +290,15 @@ def test_dtype_is_kept_in_every_parameter(dtype):
 def test_bad_arguments_are_clear_errors(kwargs, error, match):
     task = kwargs.pop("task")
     with pytest.raises(error, match=match):
-        training.train_attention(task, steps=1, **kwargs)
+        l10_two_layers.train(task, steps=1, **kwargs)
 
 
-def test_another_position_is_a_clear_error_for_the_pointer_tasks():
-    with pytest.raises(ValueError, match="supports position='learned' only"):
-        layers.train("adjective", steps=1, position="rope")
+def test_config_records_a_pointer_stack_and_evaluate_reads_it(two_layers):
+    config = two_layers["config"]
+    assert (config["task"], config["num_layers"], config["readout"], config["position"]) == \
+        ("adjective", 2, "pointer", "learned")
+    assert l10_two_layers.evaluate(two_layers) == two_layers["accuracy"]
+    assert l10_two_layers.evaluate(two_layers, params=two_layers["params"]) == two_layers["accuracy"]
 
 
 @pytest.mark.parametrize("layer, at, match", [(0, "pronoun", "layer must be a whole number from 1 to 2"),
@@ -275,10 +306,10 @@ def test_another_position_is_a_clear_error_for_the_pointer_tasks():
                                               (1, "verbs", "at must be one of")])
 def test_bad_ablations_are_clear_errors(two_layers, layer, at, match):
     with pytest.raises(ValueError, match=match):
-        training.ablate(two_layers, layer, at)
+        l10_two_layers.ablate(two_layers, layer, at)
 
 
 def test_ablating_a_lesson_08_result_is_a_clear_error():
-    result = training.train_attention("coreference", steps=1)
-    with pytest.raises(ValueError, match="ablate: result must come from"):
-        training.ablate(result, 1, "pronoun")
+    result = l08_training.train("coreference", steps=1)
+    with pytest.raises(ValueError, match="ablate: result must come from lesson 10's train"):
+        l10_two_layers.ablate(result, 1, "pronoun")

@@ -2,8 +2,9 @@
 
 For a held-out sentence and a chosen word, one row per (layer, head): the word's
 attention weights over the sentence (viridis, 0 to 1, each cell labelled with its word
-and weight; the chosen word framed). Works with the results of
-``helpers.training.train_attention``: lesson 08's one-layer models and lesson 10's stacks.
+and weight; the chosen word framed). Works with every trained result of lessons 08-10:
+it rebuilds the model from ``result["config"]`` (lesson 10's stack for ``readout="pointer"``,
+else lesson 08's one layer with lesson 09's ``position``).
 
 :func:`head_view_explorer` puts a sentence slider and a word menu above the picture
 (ipywidgets API common to 7.7 and 8: ``SelectionSlider``, ``Dropdown``, ``VBox``, ``Image``).
@@ -11,24 +12,24 @@ and weight; the chosen word framed). Works with the results of
 
 import numpy as np
 
-from . import layers, training, training_plots, widgets
+from ... import widgets
+from ..l08_training import plots as l08_plots
+from ..l09_position import model as l09
+from . import model
 
 
-def _describe(result):
-    """``(forward, num_heads, mask)`` for a result of lesson 08 or lesson 10."""
-    num_heads = int(np.shape(result["attention_to_targets"])[-1])
-    config = result.get("config", {})
-    if config.get("task") in layers.TASKS:                        # lesson 10: a stack of layers
-        n = result["corpus"].test.tokens.shape[1]
-        mask = layers.task_mask(config["task"], n)
-        scale = config.get("scale", True)
-        return (lambda tokens: layers.forward(result["params"], tokens, num_heads, scale, mask)[1],
-                num_heads)
-    if "W_q" in result["params"]:                                 # lesson 08: one layer
-        return (lambda tokens: [training.forward(result["params"], tokens, num_heads)[2]],
-                num_heads)
-    raise ValueError("head_view: result must come from helpers.training.train_attention "
-                     "(lesson 08 or lesson 10)")
+def attention_maps(result, tokens):
+    """Every layer's attention weights on ``tokens`` (B, n): a list of (B, num_heads, n, n).
+
+    The model is rebuilt from ``result["config"]``: its task, heads, scale, position, layers.
+    """
+    if not result.get("config"):
+        raise ValueError("head_view: result must be a trained result of lessons 08-10 (it has no 'config')")
+    config, params = result["config"], result["params"]
+    if config["readout"] == "pointer":                            # lesson 10: a stack of layers
+        mask = model.task_mask(config["task"], tokens.shape[-1])
+        return model.forward(params, tokens, config["num_heads"], config["scale"], mask)[1]
+    return [l09.forward(params, tokens, config["num_heads"], config["scale"], config["position"])[2]]
 
 
 def attention_rows(result, index, position):
@@ -41,14 +42,14 @@ def attention_rows(result, index, position):
     labels : list of str
         ``"layer l, head h"`` for each row.
     """
-    forward, num_heads = _describe(result)
     test = result["corpus"].test
     if not 0 <= index < len(test):
         raise ValueError(f"head_view: index must be from 0 to {len(test) - 1}, got {index!r}")
     n = test.tokens.shape[1]
     if not 0 <= position < n:
         raise ValueError(f"head_view: position must be from 0 to {n - 1}, got {position!r}")
-    weights = forward(test.tokens[index:index + 1])               # list of (1, h, n, n)
+    weights = attention_maps(result, test.tokens[index:index + 1])   # list of (1, h, n, n)
+    num_heads = weights[0].shape[1]
     rows = np.concatenate([w[0, :, position] for w in weights])   # (L * h, n)
     labels = [f"layer {l}, head {h}" for l in range(1, len(weights) + 1) for h in range(num_heads)]
     return rows, labels
@@ -61,7 +62,7 @@ def draw_head_view(fig, result, index, position):
     sentence = test.sentences[index]
     answer = test.targets[index, 0] if position == test.query[index] else None
     ax = fig.add_subplot()
-    training_plots.sentence_weights(rows, [sentence] * len(rows), position, ax=ax,
+    l08_plots.sentence_weights(rows, [sentence] * len(rows), position, ax=ax,
                                     row_labels=labels,
                                     outline=None if answer is None else [answer] * len(rows),
                                     title=f"Where \"{sentence.split()[position]}\" looks, in every "
@@ -74,7 +75,7 @@ def head_view_explorer(result, sentences=None, figsize=(10.0, 3.2)):
 
     Parameters
     ----------
-    result : dict from ``train_attention``
+    result : a trained result of lessons 08-10
     sentences : list of int, optional
         Indices of held-out sentences to offer (default: the first 20).
     figsize : (float, float)
@@ -129,12 +130,12 @@ def layer_maps(result, index, title=""):
     """
     import matplotlib.pyplot as plt
 
-    from . import plots
+    from ... import plots
 
-    forward, num_heads = _describe(result)
     test = result["corpus"].test
     words = test.sentences[index].split()
-    weights = forward(test.tokens[index:index + 1])               # list of (1, h, n, n)
+    weights = attention_maps(result, test.tokens[index:index + 1])   # list of (1, h, n, n)
+    num_heads = weights[0].shape[1]
     panels = [(l, h, w[0, h]) for l, w in enumerate(weights, start=1) for h in range(num_heads)]
     fig, axes = plt.subplots(1, len(panels), figsize=(5.2 * len(panels), 4.6), squeeze=False)
     for ax, (l, h, W) in zip(axes[0], panels):

@@ -190,7 +190,8 @@ def test_rope_backward_undoes_rope():
 @pytest.mark.parametrize("fn", [rope, rope_backward])
 @pytest.mark.parametrize("x, positions, error, words", [
     (np.zeros((3, 5)), [0, 1, 2], ValueError, "d=5 must be even"),
-    (np.zeros((3, 4)), [0, 1], ValueError, r"positions must have one entry per row of x \(n=3\), got shape \(2,\)"),
+    (np.zeros((3, 4)), [0, 1], ValueError,
+     r"positions must have one entry per row of x \(n=3\), got shape \(2,\)"),
     (np.zeros((3, 4)), [[0, 1, 2]], ValueError, "positions must have one entry per row"),
     (np.zeros((3, 4)), [0.0, 1.5, 2.0], TypeError, "positions must be whole numbers"),
     (np.zeros(4), [0], ValueError, "x must have at least 2 dimensions"),

@@ -14,14 +14,14 @@ the tolerances stated on the exercise.
 
 import copy
 import inspect
-import types
 import warnings
 from dataclasses import dataclass, field
 from typing import Callable, Optional
 
 import numpy as np
 
-from .comparing import FLOAT32_RTOL, describe_case, difference  # noqa: F401  (helpers.checking.difference)
+from .blame import blame_helper
+from .compare import describe_case, difference
 
 
 class ExerciseError(AssertionError):
@@ -85,7 +85,7 @@ class Exercise:
         must be boolean), else None.
     float32_ok : bool
         Whether a float32 (or float16) answer to float64 inputs passes when it
-        agrees within float32's precision (:data:`FLOAT32_RTOL`). If False, such
+        agrees within float32's precision (:data:`helpers.checking.compare.FLOAT32_RTOL`). If False, such
         an answer is told that its dtype is the problem. Say which in the lesson.
     inspect : callable (fn) -> str or None, optional
         Run once on a function whose values are right on every case; returns a
@@ -132,8 +132,17 @@ class Report:
         return not self.not_attempted and self.total > 0 and self.passed == self.total
 
 
-# ----------------------------------------------------------------- comparing
-# difference, describe_case and FLOAT32_RTOL live in helpers/comparing.py.
+# ----------------------------------------------------------------- running a function
+_UNFINISHED = object()   # what _failure returns when fn raised NotImplementedError
+
+
+def _course_catalogue():
+    """The course's catalogue, for callers of :func:`evaluate` that do not pass one.
+
+    Imported when first needed: :mod:`helpers.exercises` imports this package.
+    """
+    from ..exercises import EXERCISES
+    return EXERCISES
 
 
 def _call_on_copies(fn, case):
@@ -204,7 +213,8 @@ def diagnose(exercise, got, case):
 
 
 # ----------------------------------------------------------------- evaluating
-def evaluate(exercise, fn, cases=None, stop_at_first_failure=False, blame_helpers=True):
+def evaluate(exercise, fn, cases=None, stop_at_first_failure=False, blame_helpers=True,
+             catalogue=None):
     """Run ``fn`` on the exercise's cases and compare with the reference.
 
     Parameters
@@ -220,7 +230,10 @@ def evaluate(exercise, fn, cases=None, stop_at_first_failure=False, blame_helper
     blame_helpers : bool
         When ``fn`` fails, look for another exercise function it calls (e.g. the
         learner's own ``softmax`` inside ``scaled_dot_product_attention``) that
-        fails its own check, and name it (see :func:`blame_helper`).
+        fails its own check, and name it (see :func:`helpers.checking.blame.blame_helper`).
+    catalogue : dict of str -> Exercise, optional
+        The exercises such a helper may belong to. None: the course's catalogue,
+        :data:`helpers.exercises.EXERCISES`.
 
     Returns
     -------
@@ -254,13 +267,11 @@ def evaluate(exercise, fn, cases=None, stop_at_first_failure=False, blame_helper
             report.passed -= 1           # right values, but not the way the exercise asks
             report.failures.append(message)
     if report.failures and blame_helpers:
-        blame = blame_helper(exercise, fn, cases)
+        blame = blame_helper(exercise, fn, cases, _course_catalogue() if catalogue is None else catalogue,
+                             evaluate)
         if blame:
             report.failures[0] = blame
     return report
-
-
-_UNFINISHED = object()   # what _failure returns when fn raised NotImplementedError
 
 
 def _failure(exercise, fn, case):
@@ -291,80 +302,18 @@ def diff_or_mistake(exercise, got, case, diff):
     return diagnose(exercise, got, case) or diff
 
 
-# ----------------------------------------------------------------- helpers it calls
-def _catalogue():
-    """The exercise catalogue (imported here: :mod:`helpers.exercises` imports this module)."""
-    from .exercises import EXERCISES
-    return EXERCISES
-
-
-def called_names(fn):
-    """The global names ``fn``'s code uses (its nested functions' too), in order of first use."""
-    names, todo = [], [getattr(fn, "__code__", None)]
-    while todo:
-        code = todo.pop(0)
-        if code is None:
-            continue
-        names += [n for n in code.co_names if n not in names]
-        todo += [c for c in code.co_consts if inspect.iscode(c)]
-    return names
-
-
-def with_global(fn, name, value):
-    """A copy of the function ``fn`` that sees ``value`` under the global ``name``."""
-    namespace = dict(fn.__globals__)
-    namespace[name] = value
-    copied = types.FunctionType(fn.__code__, namespace, fn.__name__, fn.__defaults__,
-                                fn.__closure__)
-    copied.__kwdefaults__ = fn.__kwdefaults__
-    return copied
-
-
-def blame_helper(exercise, fn, cases, catalogue=None):
-    """When ``fn`` calls another exercise's function that is wrong, a message naming it.
-
-    A learner's ``scaled_dot_product_attention`` calls their own ``softmax``; if
-    that ``softmax`` fails its check, the attention's failure is (at least partly)
-    the softmax's. This looks for such a helper among the global names ``fn``
-    uses, checks it on its own exercise's visible cases, and if it fails, runs
-    ``fn`` again with the reference helper in its place.
-
-    Returns
-    -------
-    str or None
-        None when no helper ``fn`` calls is wrong.
-    """
-    catalogue = _catalogue() if catalogue is None else catalogue
-    namespace = getattr(fn, "__globals__", {})
-    for name in called_names(fn):
-        if name == exercise.name or name not in catalogue or name not in namespace:
-            continue
-        helper, other = namespace[name], catalogue[name]
-        if not callable(helper) or helper is other.reference:
-            continue
-        own = evaluate(other, helper, stop_at_first_failure=True, blame_helpers=False)
-        if own.ok or own.not_attempted:
-            continue
-        fixed = evaluate(exercise, with_global(fn, name, other.reference), cases,
-                         stop_at_first_failure=True, blame_helpers=False)
-        if fixed.ok:
-            return (f"is right itself, but the {name} it calls is not: {name} {own.failures[0]} "
-                    f"Fix {name} (and run its check cell), then run this check again.")
-        return (f"{fixed.failures[0]} (Also, the {name} it calls fails its own check: fix "
-                f"{name} first, then run this check again.)")
-    return None
-
-
 # ----------------------------------------------------------------- in a notebook
-def check(exercise, fn):
+def check(exercise, fn, catalogue=None):
     """Check a learner's function in a lesson; return the function to use from now on.
+
+    ``catalogue``: the exercises a helper ``fn`` calls may belong to (see :func:`evaluate`).
 
     - not attempted yet (it raises ``NotImplementedError``): print a notice and
       return the reference implementation, so the rest of the lesson still runs;
     - wrong: raise :class:`ExerciseError` saying what is wrong;
     - right: print a pass and return the learner's own function.
     """
-    report = evaluate(exercise, fn, stop_at_first_failure=True)
+    report = evaluate(exercise, fn, stop_at_first_failure=True, catalogue=catalogue)
     if report.not_attempted:
         print(f"○ {exercise.name}: not attempted yet. The lesson continues with the "
               f"reference {exercise.name} for now; come back, fill in the exercise cell "

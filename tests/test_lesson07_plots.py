@@ -7,7 +7,7 @@ matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
 
-from helpers import backward_plots  # noqa: E402
+from helpers.lessons.l07_backward import plots as backward_plots  # noqa: E402
 
 
 def test_the_jacobian_panels_write_no_number_for_tiny_entries():

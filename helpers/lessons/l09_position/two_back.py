@@ -4,15 +4,16 @@
 name the token two places back. Nothing but position can find it (the tokens are random),
 and the offset is always the same, 2. The model is lesson 08's (embeddings, one causal
 attention layer, a readout at every position), with any of the four ways to know position
-(:mod:`helpers.positional`). It is trained on sequences of :data:`TRAIN_LENGTH` tokens and
+(:mod:`.model`). It is trained on sequences of :data:`TRAIN_LENGTH` tokens and
 then run on longer ones: 1.5x and 4x. ``"learned"`` has no vector for a position it never
 trained, so it cannot even be run there.
 """
 
 import numpy as np
 
-from . import positional, reference, run_cache, training
-from .threads import blas_threads
+from ... import reference
+from ..l08_training import training as l08_training
+from . import model
 
 VOCAB = 16            # random tokens 0..15
 TRAIN_LENGTH = 16     # tokens per training sequence
@@ -22,20 +23,20 @@ EVAL_TOKENS = 4096    # fresh tokens per measured length (so many sequences of t
 
 
 def init_params(d_model, rng, position):
-    """``"tok"`` (VOCAB, d_model), ``"pos"`` for "learned", the four matrices, ``"W_out"`` (d_model, VOCAB)."""
-    params = training.init_params(VOCAB, d_model, 1, rng, position=position, n=TRAIN_LENGTH)
+    """``"tok"`` (VOCAB, d_model), ``"pos"`` for "learned", W_q..W_o, ``"W_out"`` (d_model, VOCAB)."""
+    params = model.init_params(VOCAB, d_model, 1, rng, position=position, n=TRAIN_LENGTH)
     params["W_out"] = params["W_out"][0]                       # one readout
     return params
 
 
 def forward(params, tokens, num_heads, position):
-    """Logits for every position from OFFSET on, shape (B, n - OFFSET, VOCAB), the layer's input X and weights."""
+    """Logits from position OFFSET on, (B, n - OFFSET, VOCAB); the layer's input X, output and weights."""
     n = tokens.shape[-1]
     if position == "learned" and n > len(params["pos"]):
         raise ValueError(f"two_back: position='learned' has vectors for {len(params['pos'])} "
                          f"positions only, not {n}")
-    X = positional.embed(params, tokens, position)            # (B, n, d_model)
-    attend, _ = positional.attention(position)
+    X = model.embedding(position)(params, tokens)             # (B, n, d_model)
+    attend, _ = model.attention(position)
     out, weights = attend(X, params["W_q"], params["W_k"], params["W_v"], params["W_o"], num_heads,
                           reference.causal_mask(n))
     return out[:, OFFSET:] @ params["W_out"], X, out, weights
@@ -56,7 +57,7 @@ def loss_and_grads(params, tokens, num_heads, position):
     grads = {"W_out": h.reshape(-1, h.shape[-1]).T @ d_logits.reshape(-1, VOCAB)}
     d_out = np.zeros_like(out)
     d_out[:, OFFSET:] = d_logits @ params["W_out"].T
-    _, backward = positional.attention(position)
+    _, backward = model.attention(position)
     g = backward(X, params["W_q"], params["W_k"], params["W_v"], params["W_o"], num_heads, d_out,
                  reference.causal_mask(tokens.shape[-1]))
     grads.update({name: g[name] for name in ("W_q", "W_k", "W_v", "W_o")})
@@ -75,50 +76,21 @@ def accuracy(params, num_heads, position, length, seed=1):
     return float(np.mean(np.argmax(logits, axis=-1) == tokens[:, :-OFFSET]))
 
 
-@run_cache.shared     # tests only: computed once per test run (helpers/run_cache.py)
-@blas_threads()       # small matrices: one BLAS thread is fastest (helpers/threads.py)
 def train_two_back(position, *, lengths=(16, 24, 64), num_heads=1, d_model=32, steps=STEPS, seed=0):
-    """Train on sequences of TRAIN_LENGTH tokens; measure the accuracy at each length.
+    """Train on sequences of TRAIN_LENGTH tokens (lesson 08's loop); measure the accuracy at each length.
 
     Returns
     -------
     dict: ``"loss"`` (steps,), ``"accuracy_by_length"`` (length -> accuracy, or None where
-    "learned" has no vectors), ``"params"``.
+    "learned" has no vectors), ``"params"``, ``"config"``.
     """
     rng = np.random.default_rng(seed)
     params = init_params(d_model, rng, position)
-    m = {name: np.zeros_like(p) for name, p in params.items()}
-    v = {name: np.zeros_like(p) for name, p in params.items()}
-    losses = []
-    for step in range(1, steps + 1):
-        tokens = rng.integers(0, VOCAB, size=(training.BATCH_SIZE, TRAIN_LENGTH))
-        loss, grads = loss_and_grads(params, tokens, num_heads, position)
-        lr = training.learning_rate(step, steps, d_model)
-        for name in params:
-            params[name], m[name], v[name] = reference.adam_step(params[name], grads[name],
-                                                                 m[name], v[name], step, lr)
-            params[name] *= 1 - lr * training.WEIGHT_DECAY
-        losses.append(loss)
+    losses = l08_training.fit(
+        params, lambda p, tokens: loss_and_grads(p, tokens, num_heads, position),
+        lambda: rng.integers(0, VOCAB, size=(l08_training.BATCH_SIZE, TRAIN_LENGTH)), steps, d_model)
     by_length = {L: (None if position == "learned" and L > TRAIN_LENGTH
                      else accuracy(params, num_heads, position, L)) for L in lengths}
-    return {"loss": np.array(losses), "accuracy_by_length": by_length, "params": params}
-
-
-def relation_accuracy(params, split, num_heads, position):
-    """Held-out accuracy of each relation on its own (``"accuracy"`` needs every relation right).
-
-    Parameters
-    ----------
-    params : the trained parameters (``result["params"]`` of ``training.train_attention``)
-    split : corpus.Split, e.g. ``result["corpus"].test``
-    num_heads : int
-    position : str, the ``position`` the model was trained with
-
-    Returns
-    -------
-    ndarray, shape (num_relations,): the share of sentences whose answer to each relation is right
-    """
-    R, rows = params["W_out"].shape[0], np.arange(len(split))
-    _, out, _ = training.forward(params, split.tokens, num_heads, position=position)
-    predicted = np.argmax(out[rows, split.query] @ params["W_out"], axis=-1)   # (R, N)
-    return np.mean(predicted.T == training.answers(split, R), axis=0)
+    config = l08_training.make_config("two_back", seed=seed, steps=steps, d_model=d_model,
+                                      num_heads=num_heads, scale=True, dtype="float64", position=position)
+    return {"loss": losses, "accuracy_by_length": by_length, "params": params, "config": config}

@@ -8,9 +8,8 @@ the Okabe-Ito palette for lines, as in :mod:`helpers.plots`).
 import matplotlib.pyplot as plt
 import numpy as np
 
-from .plots import DIVERGING, heatmap
+from ...plots import BLUE, DIVERGING, GREEN, GREY, VERMILLION, heatmap
 
-BLUE, ORANGE, GREEN, GREY = "#0072B2", "#D55E00", "#009E73", "#999999"   # Okabe-Ito
 
 
 def softmax_jacobians(rows, titles, *, suptitle="", limit=0.25, small=0.005):
@@ -54,7 +53,7 @@ def gradient_sizes(dks, unscaled, scaled, *, title="", ylabel=""):
     matplotlib Axes
     """
     _, ax = plt.subplots(figsize=(7, 4.5))
-    ax.plot(dks, unscaled, "o-", color=ORANGE, label="scores not scaled")
+    ax.plot(dks, unscaled, "o-", color=VERMILLION, label="scores not scaled")
     ax.plot(dks, scaled, "s-", color=BLUE, label="scores divided by √d_k")
     ax.set_xscale("log")
     ax.set_yscale("log")
@@ -79,7 +78,7 @@ def difference_errors(eps_values, errors, *, title=""):
     matplotlib Axes
     """
     _, ax = plt.subplots(figsize=(7.5, 4.5))
-    for (label, err), (color, marker) in zip(errors.items(), [(ORANGE, "o-"), (BLUE, "s-"),
+    for (label, err), (color, marker) in zip(errors.items(), [(VERMILLION, "o-"), (BLUE, "s-"),
                                                               (GREEN, "^-")]):
         ax.loglog(eps_values, np.maximum(err, 1e-17), marker, color=color, label=label)
     ax.set_title(title)
@@ -106,7 +105,7 @@ def gradient_check_scatter(numeric, gradients, *, title="", slopes=(1.0,)):
     """
     _, ax = plt.subplots(figsize=(5.5, 5.5))
     x = np.ravel(numeric)
-    for (label, grad), (color, marker) in zip(gradients.items(), [(BLUE, "o"), (ORANGE, "^"),
+    for (label, grad), (color, marker) in zip(gradients.items(), [(BLUE, "o"), (VERMILLION, "^"),
                                                                    (GREEN, "s")]):
         ax.plot(x, np.ravel(grad), marker, color=color, label=label)
     limit = 1.1 * max(np.abs(x).max(), *(np.abs(g).max() for g in gradients.values()))

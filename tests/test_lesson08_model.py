@@ -8,8 +8,9 @@ from the code under test. Timings are in benchmarks/run.py, not here.
 import numpy as np
 import pytest
 
-from helpers import training
-from helpers.corpus import Split
+from helpers.lessons import l08_training
+from helpers.lessons.l08_training import model, training
+from helpers.lessons.l08_training.corpus import Split
 from finite_differences import central_differences
 
 VOCAB = 85
@@ -23,12 +24,12 @@ def corpus():
 # ----------------------------------------------------------------- the thresholds (seed 0)
 @pytest.fixture(scope="module")
 def coreference():
-    return training.train_attention("coreference")
+    return l08_training.train("coreference")
 
 
 @pytest.fixture(scope="module")
 def two_heads():
-    return training.train_attention("two_relations", num_heads=2)
+    return l08_training.train("two_relations", num_heads=2)
 
 
 def test_coreference_reaches_95_percent_on_held_out_sentences(coreference):
@@ -43,7 +44,7 @@ def test_coreference_pronoun_attends_to_its_noun(coreference):
 def test_it_puts_at_least_0_7_of_its_weight_on_its_noun(coreference, corpus):
     test = corpus.test
     rows = np.arange(len(test))
-    _, _, weights = training.forward(coreference["params"], test.tokens, num_heads=1)
+    _, _, weights = model.forward(coreference["params"], test.tokens, num_heads=1)
     is_it = test.tokens[rows, test.query] == corpus.vocab.index("it")
     on_noun = weights[rows, 0, test.query, test.targets[:, 0]]
     assert is_it.sum() > 1000
@@ -63,39 +64,39 @@ def test_two_heads_each_take_one_relation(two_heads):
 
 
 def test_one_head_on_two_relations_returns_one_column():
-    result = training.train_attention("two_relations", num_heads=1, steps=5)
+    result = l08_training.train("two_relations", num_heads=1, steps=5)
     assert result["attention_to_targets"].shape == (2, 1)
     assert 0.0 <= result["accuracy"] <= 1.0
 
 
 # ----------------------------------------------------------------- reproducibility
 def test_same_seed_gives_the_same_loss_curve_bit_for_bit():
-    a = training.train_attention("coreference", steps=30, seed=3)["loss"]
-    b = training.train_attention("coreference", steps=30, seed=3)["loss"]
+    a = l08_training.train("coreference", steps=30, seed=3)["loss"]
+    b = l08_training.train("coreference", steps=30, seed=3)["loss"]
     assert np.array_equal(a, b)
 
 
 def test_another_seed_gives_another_loss_curve():
-    a = training.train_attention("coreference", steps=30, seed=3)["loss"]
-    b = training.train_attention("coreference", steps=30, seed=4)["loss"]
+    a = l08_training.train("coreference", steps=30, seed=3)["loss"]
+    b = l08_training.train("coreference", steps=30, seed=4)["loss"]
     assert not np.array_equal(a, b)
 
 
 @pytest.mark.parametrize("steps", [1, 7])
 def test_one_loss_per_step(steps):
-    loss = training.train_attention("two_relations", steps=steps)["loss"]
+    loss = l08_training.train("two_relations", steps=steps)["loss"]
     assert loss.shape == (steps,) and np.all(np.isfinite(loss))
 
 
 def test_default_steps_are_the_tasks():
     assert training.TASKS["coreference"][1] > 0
-    result = training.train_attention("coreference", steps=None, d_model=2, num_heads=2)
+    result = l08_training.train("coreference", steps=None, d_model=2, num_heads=2)
     assert len(result["loss"]) == training.TASKS["coreference"][1]
 
 
 @pytest.mark.parametrize("dtype", ["float32", "float64"])
 def test_dtype_is_kept_in_every_parameter(dtype):
-    result = training.train_attention("coreference", steps=3, dtype=dtype)
+    result = l08_training.train("coreference", steps=3, dtype=dtype)
     assert {str(p.dtype) for p in result["params"].values()} == {dtype}
 
 
@@ -103,7 +104,7 @@ def test_dtype_is_kept_in_every_parameter(dtype):
 def tiny_setup(num_relations, seed=0):
     corpus = training.load_corpus()
     rng = np.random.default_rng(seed)
-    params = training.init_params(len(corpus.vocab), 4, num_relations, rng)
+    params = model.init_params(len(corpus.vocab), 4, num_relations, rng)
     batch = training.sample_batch(corpus.train, rng, batch_size=3)
     return params, batch
 
@@ -112,11 +113,11 @@ def tiny_setup(num_relations, seed=0):
                          [(1, True, 1), (2, True, 1), (2, False, 1), (1, False, 2), (4, True, 2)])
 def test_every_gradient_matches_central_differences(num_heads, scale, num_relations):
     params, batch = tiny_setup(num_relations)
-    _, grads = training.loss_and_grads(params, batch, num_heads, scale)
+    _, grads = model.loss_and_grads(params, batch, num_heads, scale)
     assert set(grads) == set(params)
     for name, value in params.items():
         def loss_of(Z):
-            return training.loss_and_grads({**params, name: Z}, batch, num_heads, scale)[0]
+            return model.loss_and_grads({**params, name: Z}, batch, num_heads, scale)[0]
         numeric = central_differences(loss_of, value)
         assert grads[name].shape == value.shape
         np.testing.assert_allclose(grads[name], numeric, rtol=1e-5, atol=1e-8, err_msg=name)
@@ -125,7 +126,7 @@ def test_every_gradient_matches_central_differences(num_heads, scale, num_relati
 def test_loss_with_a_zero_readout_is_ln_of_the_vocabulary(corpus):
     params, batch = tiny_setup(2)
     params["W_out"] = np.zeros_like(params["W_out"])     # every word scores 0: uniform guess
-    loss, _ = training.loss_and_grads(params, batch, num_heads=1)
+    loss, _ = model.loss_and_grads(params, batch, num_heads=1)
     assert loss == pytest.approx(np.log(len(corpus.vocab)))
 
 
@@ -138,9 +139,9 @@ def softmax_rows(S):
 @pytest.mark.parametrize("scale, divide", [(True, np.sqrt(8)), (False, 1.0)])
 def test_scale_false_gives_plain_q_dot_k_scores(scale, divide):
     corpus = training.load_corpus()
-    params = training.init_params(len(corpus.vocab), 16, 1, np.random.default_rng(5))
+    params = model.init_params(len(corpus.vocab), 16, 1, np.random.default_rng(5))
     tokens = corpus.test.tokens[:4]
-    _, _, weights = training.forward(params, tokens, num_heads=2, scale=scale)
+    _, _, weights = model.forward(params, tokens, num_heads=2, scale=scale)
     X = params["tok"][tokens] + params["pos"]
     for head in range(2):
         cols = slice(8 * head, 8 * head + 8)
@@ -150,9 +151,9 @@ def test_scale_false_gives_plain_q_dot_k_scores(scale, divide):
 
 
 def test_uniform_attention_gives_a_tenth_on_every_target(corpus):
-    params = training.init_params(len(corpus.vocab), 8, 2, np.random.default_rng(0))
+    params = model.init_params(len(corpus.vocab), 8, 2, np.random.default_rng(0))
     params["W_q"] = np.zeros_like(params["W_q"])         # every score 0: weights 1/10 each
-    _, attention = training.evaluate(params, corpus.test, num_heads=2)
+    _, attention = model.measure(params, corpus.test, num_heads=2)
     np.testing.assert_allclose(attention, np.full((2, 2), 0.1), rtol=1e-12)
 
 
@@ -171,12 +172,74 @@ def test_accuracy_counts_a_sentence_only_when_every_answer_is_right():
     params = {"tok": np.hstack([np.ones((4, 1)), np.eye(4)[:, 1:]]), "pos": pos,
               "W_q": pick_column_0, "W_k": pick_column_0, "W_v": np.diag([0.0, 1, 1, 1]),
               "W_o": np.eye(4), "W_out": np.stack([np.eye(4), np.eye(4)])}
-    accuracy, attention = training.evaluate(params, split, num_heads=1)
+    accuracy, attention = model.measure(params, split, num_heads=1)
     # Sentence 1: both answers are the word at position 1: right. Sentence 2: relation 0's
     # answer is the word at position 2, but the model names position 1's: the sentence is
     # wrong although relation 1 is right (a mean over relations would give 0.75).
     assert accuracy == 0.5
     np.testing.assert_allclose(attention, [[0.5], [1.0]], atol=1e-9)
+
+
+# ----------------------------------------------------------------- fit: the one AdamW loop
+def test_fit_first_step_moves_every_entry_by_the_step_size_then_decays_it():
+    # Adam's first step: m_hat = g and v_hat = g**2, so it moves by lr * g / (|g| + 1e-8),
+    # i.e. by lr against the sign of g; then weight decay multiplies by 1 - lr * 0.1.
+    p0 = np.array([1.0, -2.0, 0.5])
+    params = {"w": p0.copy()}
+    losses = l08_training.fit(params, lambda p, batch: (7.0, {"w": np.array([3.0, -0.5, 2.0])}),
+                              lambda: None, steps=1, d_model=32)
+    lr = 0.01
+    np.testing.assert_allclose(params["w"], (p0 - lr * np.array([1, -1, 1])) * (1 - lr * 0.1), rtol=1e-6)
+    assert losses.tolist() == [7.0]
+
+
+def test_fit_updates_a_list_of_per_layer_dicts_as_it_updates_a_flat_dict():
+    rng = np.random.default_rng(0)
+    a, b, c = rng.standard_normal((3, 2, 2))
+    target = rng.standard_normal((2, 2))
+
+    def flat_loss(p, batch):
+        return float(np.sum((p["a"] + p["b"] - target) ** 2)), {"a": 2 * (p["a"] + p["b"] - target),
+                                                                   "b": 2 * (p["a"] + p["b"] - target),
+                                                                   "c": 0 * p["c"]}
+
+    def nested_loss(p, batch):
+        loss, g = flat_loss({"a": p["a"], "b": p["layers"][0]["b"], "c": p["layers"][1]["c"]}, batch)
+        return loss, {"a": g["a"], "layers": [{"b": g["b"]}, {"c": g["c"]}]}
+
+    flat = {"a": a.copy(), "b": b.copy(), "c": c.copy()}
+    nested = {"a": a.copy(), "layers": [{"b": b.copy()}, {"c": c.copy()}]}
+    loss_flat = l08_training.fit(flat, flat_loss, lambda: None, 20, 32)
+    loss_nested = l08_training.fit(nested, nested_loss, lambda: None, 20, 32)
+    assert np.array_equal(loss_flat, loss_nested) and loss_flat[-1] < loss_flat[0]
+    assert np.array_equal(flat["b"], nested["layers"][0]["b"])
+    assert not np.array_equal(flat["c"], c)              # decayed although its gradient is 0
+
+
+def test_fit_draws_one_batch_per_step_and_hands_it_to_the_loss():
+    seen = []
+    batches = iter(range(100))
+    l08_training.fit({"w": np.ones(2)}, lambda p, batch: (seen.append(batch) or 0.0, {"w": np.ones(2)}),
+                     lambda: next(batches), 5, 32)
+    assert seen == [0, 1, 2, 3, 4]
+
+
+# ----------------------------------------------------------------- config and evaluate
+def test_result_config_records_how_it_was_trained():
+    result = l08_training.train("two_relations", num_heads=2, d_model=16, steps=3, seed=4, scale=False)
+    assert result["config"] == {"task": "two_relations", "seed": 4, "steps": 3, "d_model": 16,
+                                "num_heads": 2, "num_layers": 1, "scale": False, "position": "learned",
+                                "shifts": None, "readout": "word", "dtype": "float64"}
+
+
+def test_evaluate_gives_the_results_accuracy_and_uses_params_when_given(coreference):
+    assert l08_training.evaluate(coreference) == coreference["accuracy"]
+    silent = {**coreference["params"], "W_v": np.zeros_like(coreference["params"]["W_v"])}
+    # every output is 0, so every word scores 0 and argmax names word 0 ("actor") everywhere
+    test = coreference["corpus"].test
+    right_word = test.tokens[np.arange(len(test)), test.targets[:, 0]]
+    assert l08_training.evaluate(coreference, params=silent) == pytest.approx(np.mean(right_word == 0))
+    assert np.mean(right_word == 0) < 0.1
 
 
 # ----------------------------------------------------------------- the step size
@@ -208,4 +271,4 @@ BAD = [
 def test_bad_argument_gets_a_clear_error_naming_it(kwargs, error, message):
     task = kwargs.pop("task")
     with pytest.raises(error, match=message):
-        training.train_attention(task, **kwargs)
+        l08_training.train(task, **kwargs)

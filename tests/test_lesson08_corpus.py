@@ -3,8 +3,9 @@
 import numpy as np
 import pytest
 
-from helpers import corpus, data
-from helpers.corpus import MEN, PRONOUN, SENTENCE_LENGTH, THINGS, WOMEN, make_corpus
+from helpers import data
+from helpers.lessons.l08_training import corpus
+from helpers.lessons.l08_training.corpus import MEN, PRONOUN, SENTENCE_LENGTH, THINGS, WOMEN, make_corpus
 
 KIND = {**{w: "man" for w in MEN}, **{w: "woman" for w in WOMEN}, **{w: "thing" for w in THINGS}}
 AGREES = {"he": "man", "she": "woman", "it": "thing"}

@@ -1,14 +1,13 @@
-"""Lesson 09's figures: the sinusoidal table, offset grids, RoPE's turning pairs, accuracy by shift and length.
+"""Lesson 09's figures: the sinusoidal table, offset grids, RoPE's turning pairs, accuracy by shift/length.
 
 Colour-blind-safe throughout: RdBu_r for signed values (:data:`helpers.plots.DIVERGING`)
-and the Okabe-Ito palette for lines (:data:`helpers.training_plots.OKABE_ITO`).
+and the Okabe-Ito palette for lines (:data:`helpers.plots.LINES`).
 """
 
 import matplotlib.pyplot as plt
 import numpy as np
 
-from .plots import DIVERGING, heatmap
-from .training_plots import OKABE_ITO
+from ...plots import DIVERGING, LINES, heatmap
 
 
 def encoding_table(PE, *, title="The sinusoidal encoding: one row per position"):
@@ -72,7 +71,7 @@ def accuracy_by_shift(results, *, title="Held-out accuracy when every sentence m
         Each seed is drawn faint; the median over seeds bold, with markers.
     """
     fig, ax = plt.subplots(figsize=(8, 4))
-    for (label, runs), colour in zip(results.items(), OKABE_ITO):
+    for (label, runs), colour in zip(results.items(), LINES):
         shifts = sorted(runs[0])
         table = np.array([[run[k] for k in shifts] for run in runs])     # (seeds, shifts)
         for row in table:
@@ -95,7 +94,7 @@ def accuracy_by_length(results, train_length, *, title=""):
     labels = list(results)
     lengths = sorted(next(iter(results.values())))
     width = 0.8 / len(labels)
-    for j, (label, colour) in enumerate(zip(labels, OKABE_ITO)):
+    for j, (label, colour) in enumerate(zip(labels, LINES)):
         for i, length in enumerate(lengths):
             value = results[label][length]
             x = i + (j - (len(labels) - 1) / 2) * width

@@ -16,64 +16,73 @@ readout that names a word. So the model is right only if attention itself chose.
 Forward and backward are the course's own functions (:mod:`helpers.reference`): lesson
 04's ``multi_head_attention``, lesson 07's ``multi_head_attention_backward`` and
 ``attention_backward``. The residual's backward is one addition. The training loop
-is lesson 08's (its Adam, step sizes and weight decay, from :mod:`helpers.training`).
+is lesson 08's (:func:`helpers.lessons.l08_training.fit`: its Adam, step sizes and weight decay).
 
-Entry points: :func:`train` (``helpers.training.train_attention`` calls it for the tasks
-``"adjective"`` and ``"induction"``) and :func:`ablate`.
+The parameters: ``"tok"``, ``"pos"`` and ``"layers"``, a list of one dict per layer
+(``params["layers"][l - 1]["W_q"]`` is layer l's). Entry points: :func:`train`,
+:func:`evaluate`, :func:`ablate`, and :func:`train_word_readout` (lesson 08's model on this corpus).
 """
 
 import functools
 
 import numpy as np
 
-from . import corpus_adjective, corpus_induction, reference, run_cache, training
-from .threads import blas_threads
+from ... import reference
+from ..l08_training import model as l08
+from ..l08_training import training as l08_training
+from . import adjective_corpus, induction_corpus
 
 # ----------------------------------------------------------------- hyperparameters
 TASKS = {
     # task: (corpus module, causal mask?, default number of steps)
-    "adjective": (corpus_adjective, False, 300),
-    "induction": (corpus_induction, True, 1000),
+    "adjective": (adjective_corpus, False, 300),
+    "induction": (induction_corpus, True, 1000),
 }
-POSITIONS = ("learned",)       # the position embedding these tasks support
 PLACES = ("pronoun", "nouns", "all")   # where ablate removes a layer's update
 
 
-def layer_names(layer):
-    """The parameter names of layer ``layer`` (counted from 1): ``"W_q1"``, ``"W_k1"``, ..."""
-    return [f"{w}{layer}" for w in ("W_q", "W_k", "W_v", "W_o")]
+MATRICES = ("W_q", "W_k", "W_v", "W_o")   # each layer's
 
 
-def num_layers_of(params):
-    """How many layers ``params`` has (lesson 08's one-layer params count as 1)."""
-    return max(1, sum(name.startswith("W_q") and name != "W_q" for name in params))
+def flatten(params):
+    """The same arrays, one name each: ``"tok"``, ``"pos"``, ``"W_q1"``, ``"W_k1"``, ... (layer 1 first)."""
+    flat = {name: params[name] for name in ("tok", "pos")}
+    for l, layer in enumerate(params["layers"], start=1):
+        flat.update({f"{w}{l}": layer[w] for w in MATRICES})
+    return flat
+
+
+def unflatten(flat):
+    """The inverse of :func:`flatten`."""
+    num_layers = sum(name.startswith("W_q") for name in flat)
+    return {"tok": flat["tok"], "pos": flat["pos"],
+            "layers": [{w: flat[f"{w}{l}"] for w in MATRICES} for l in range(1, num_layers + 1)]}
 
 
 # ----------------------------------------------------------------------- the model
 def init_params(vocab_size, n, d_model, num_layers, rng, dtype="float64"):
-    """Random starting parameters, scaled as lesson 08's (:func:`helpers.training.init_params`).
+    """Random starting parameters, scaled as lesson 08's (:func:`..l08_training.model.init_params`).
 
     Returns
     -------
-    dict of str -> ndarray
-        ``"tok"`` (vocab_size, d_model), ``"pos"`` (n, d_model), and for each layer l
-        ``"W_ql"``, ``"W_kl"``, ``"W_vl"``, ``"W_ol"`` (d_model, d_model).
+    dict
+        ``"tok"`` (vocab_size, d_model), ``"pos"`` (n, d_model), and ``"layers"``: a list of
+        ``num_layers`` dicts, each with ``"W_q"``, ``"W_k"``, ``"W_v"``, ``"W_o"`` (d_model, d_model).
     """
     def normal(shape, std):
         return (std * rng.standard_normal(shape)).astype(dtype)
 
     params = {"tok": normal((vocab_size, d_model), np.sqrt(0.5)),
               "pos": normal((n, d_model), np.sqrt(0.5))}
-    for layer in range(1, num_layers + 1):
-        for name in layer_names(layer):
-            params[name] = normal((d_model, d_model), 1 / np.sqrt(d_model))
+    params["layers"] = [{w: normal((d_model, d_model), 1 / np.sqrt(d_model)) for w in MATRICES}
+                        for _ in range(num_layers)]
     return params
 
 
 def layer_matrices(params, layer, num_heads, scale=True):
-    """Layer ``layer``'s ``(W_q, W_k, W_v, W_o)``; ``W_q`` times lesson 08's :func:`query_factor`."""
-    W_q, W_k, W_v, W_o = (params[name] for name in layer_names(layer))
-    return W_q * training.query_factor(W_q.shape[0], num_heads, scale), W_k, W_v, W_o
+    """Layer ``layer``'s ``(W_q, W_k, W_v, W_o)`` (from 1); ``W_q`` times lesson 08's ``query_factor``."""
+    W_q, W_k, W_v, W_o = (params["layers"][layer - 1][w] for w in MATRICES)
+    return W_q * l08.query_factor(W_q.shape[0], num_heads, scale), W_k, W_v, W_o
 
 
 def forward(params, tokens, num_heads, scale=True, mask=None, keep=None):
@@ -82,9 +91,7 @@ def forward(params, tokens, num_heads, scale=True, mask=None, keep=None):
     Parameters
     ----------
     params : dict from :func:`init_params`
-    tokens : int ndarray, shape (B, n)
-    num_heads : int
-    scale : bool
+    tokens, num_heads, scale : as lesson 08's ``forward``
     mask : bool ndarray (n, n) or None
         The same mask in every layer (the induction task's is causal).
     keep : dict {layer: ndarray (B, n)} or None
@@ -100,7 +107,7 @@ def forward(params, tokens, num_heads, scale=True, mask=None, keep=None):
     """
     X = params["tok"][tokens] + params["pos"]                     # (B, n, d_model)
     states, weights = [X], []
-    for layer in range(1, num_layers_of(params) + 1):
+    for layer in range(1, len(params["layers"]) + 1):
         out, w = reference.multi_head_attention(X, *layer_matrices(params, layer, num_heads, scale),
                                                 num_heads, mask)
         if keep is not None and layer in keep:
@@ -156,7 +163,7 @@ def loss_and_grads(params, batch, num_heads, scale=True, mask=None):
     loss : float
     grads : dict, the same keys and shapes as ``params``
     """
-    L, B, rows = num_layers_of(params), len(batch.tokens), np.arange(len(batch.tokens))
+    L, B, rows = len(params["layers"]), len(batch.tokens), np.arange(len(batch.tokens))
     right = batch.targets[:, 0]
     # forward
     states, weights = forward(params, batch.tokens, num_heads, scale, mask)
@@ -165,34 +172,32 @@ def loss_and_grads(params, batch, num_heads, scale=True, mask=None):
     # backward: the pointer reads the last layer's weights at the query row only
     d_weights = np.zeros_like(weights[-1])                        # (B, h, n, n)
     d_weights[rows, :, batch.query, right] = -1 / (B * num_heads * p[rows, right])[:, None]
-    grads = {}
-    factor = training.query_factor(params["tok"].shape[1], num_heads, scale)
+    layer_grads = [None] * L
+    factor = l08.query_factor(params["tok"].shape[1], num_heads, scale)
     W_q, W_k, W_v, W_o = layer_matrices(params, L, num_heads, scale)
     g = pointer_backward(states[L - 1], W_q, W_k, num_heads, weights[-1], d_weights)
-    grads[f"W_q{L}"], grads[f"W_k{L}"] = g["W_q"] * factor, g["W_k"]
-    grads[f"W_v{L}"], grads[f"W_o{L}"] = np.zeros_like(W_v), np.zeros_like(W_o)   # not read
+    layer_grads[L - 1] = {"W_q": g["W_q"] * factor, "W_k": g["W_k"],
+                          "W_v": np.zeros_like(W_v), "W_o": np.zeros_like(W_o)}   # W_v, W_o: not read
     dX = g["X"]                                                   # gradient of X_{L-1}
     for layer in range(L - 1, 0, -1):
         # X_l = X_{l-1} + out_l: the gradient reaches X_{l-1} twice, straight through the
         # addition (the residual) and through the layer.
         g = reference.multi_head_attention_backward(
             states[layer - 1], *layer_matrices(params, layer, num_heads, scale), num_heads, dX, mask)
-        grads[f"W_q{layer}"] = g["W_q"] * factor
-        for w in ("W_k", "W_v", "W_o"):
-            grads[f"{w}{layer}"] = g[w]
+        layer_grads[layer - 1] = {"W_q": g["W_q"] * factor, "W_k": g["W_k"], "W_v": g["W_v"],
+                                  "W_o": g["W_o"]}
         dX = dX + g["X"]                                          # the residual: one addition
     # the embeddings, as in lesson 08
     one_hot = np.eye(len(params["tok"]), dtype=dX.dtype)[batch.tokens.ravel()]   # (B * n, V)
-    grads["tok"] = one_hot.T @ dX.reshape(-1, dX.shape[-1])
-    grads["pos"] = dX.sum(axis=0)
-    return loss, grads
+    return loss, {"tok": one_hot.T @ dX.reshape(-1, dX.shape[-1]), "pos": dX.sum(axis=0),
+                  "layers": layer_grads}
 
 
 # ------------------------------------------------------------- data and evaluation
 @functools.lru_cache(maxsize=None)
 def load_corpus(task):
     """The task's corpus (built once, then shared: do not change its arrays)."""
-    return TASKS[task][0].make_corpus(seed=training.CORPUS_SEED)
+    return TASKS[task][0].make_corpus(seed=l08_training.CORPUS_SEED)
 
 
 def task_mask(task, n):
@@ -200,7 +205,7 @@ def task_mask(task, n):
     return reference.causal_mask(n) if TASKS[task][1] else None
 
 
-def evaluate(params, split, num_heads, scale=True, mask=None, keep=None):
+def measure(params, split, num_heads, scale=True, mask=None, keep=None):
     """Accuracy (the pointer's largest weight is on the right position) and attention.
 
     Returns
@@ -225,7 +230,7 @@ def ablate(result, layer, at):
 
     Parameters
     ----------
-    result : dict from ``train_attention("adjective" or "induction", ...)``
+    result : dict from :func:`train`
     layer : int, 1 .. num_layers
     at : {"pronoun", "nouns", "all"}
         "pronoun": the query position ("it"); "nouns": the two nouns (for "induction":
@@ -238,10 +243,10 @@ def ablate(result, layer, at):
         nothing the pointer reads: it returns ``result["accuracy"]``.
     """
     config = result.get("config", {})
-    if config.get("task") not in TASKS:
-        raise ValueError("ablate: result must come from train_attention('adjective' or "
-                         "'induction', ...); this one has no such task")
-    L = num_layers_of(result["params"])
+    if config.get("readout") != "pointer":
+        raise ValueError("ablate: result must come from lesson 10's train('adjective' or 'induction', "
+                         f"...); this one was trained on {config.get('task')!r} with a word readout")
+    L = config["num_layers"]
     if not (_whole(layer) and 1 <= layer <= L):
         raise ValueError(f"ablate: layer must be a whole number from 1 to {L} (the model has "
                          f"{L} layer{'s' * (L > 1)}), got {layer!r}")
@@ -257,8 +262,8 @@ def ablate(result, layer, at):
     else:
         keep[:] = 0
     mask = task_mask(config["task"], test.tokens.shape[1])
-    return evaluate(result["params"], test, config["num_heads"], config["scale"], mask,
-                    keep={layer: keep})[0]
+    return measure(result["params"], test, config["num_heads"], config["scale"], mask,
+                   keep={layer: keep})[0]
 
 
 # ------------------------------------------------------------------ training
@@ -266,92 +271,75 @@ def _whole(value):
     return isinstance(value, (int, np.integer)) and not isinstance(value, bool)
 
 
-def check_arguments(task, num_heads, d_model, scale, steps, seed, num_layers, position, dtype):
-    """A clear ValueError/TypeError for a bad argument of ``train_attention`` (lesson 10's tasks)."""
-    where = "train_attention"
+def check_arguments(task, num_heads, d_model, scale, steps, seed, num_layers, dtype):
+    """A clear ValueError/TypeError for a bad argument of :func:`train`."""
+    where = "train"
     if task not in TASKS:
-        raise ValueError(f"{where}: num_layers={num_layers} needs a pointer task, one of "
-                         f"{sorted(TASKS)}; got task {task!r} (its readout names a word)")
-    training.check_model_arguments(where, num_heads, d_model, scale, steps, seed)
-    if str(dtype) not in training.DTYPES and dtype not in (np.float64, np.float32):
-        raise ValueError(f"{where}: dtype must be one of {training.DTYPES}, got {dtype!r}")
+        raise ValueError(f"{where}: lesson 10's model answers by pointing: task must be one of "
+                         f"{sorted(TASKS)}, got {task!r}")
+    l08_training.check_arguments(where, num_heads, d_model, scale, steps, seed, dtype)
     if not (_whole(num_layers) and num_layers >= 1):
         raise ValueError(f"{where}: num_layers must be a whole number >= 1, got {num_layers!r}")
-    if position not in POSITIONS:
-        raise ValueError(f"{where}: task {task!r} supports position={POSITIONS[0]!r} only, "
-                         f"got position={position!r}")
 
 
-@blas_threads()       # small matrices: one BLAS thread is fastest (helpers/threads.py)
-def train(task, *, num_heads=1, d_model=32, scale=True, steps=None, seed=0, num_layers=1,
-          position="learned", dtype="float64"):
+def train(task, *, num_layers=1, num_heads=1, d_model=32, scale=True, steps=None, seed=0, dtype="float64"):
     """Train the pointer model on "adjective" or "induction"; evaluate it on held-out data.
 
-    Lesson 08's loop: draw a batch, forward and backward, one Adam step per parameter,
-    weight decay. Arguments as :func:`helpers.training.train_attention`.
+    Lesson 08's loop (:func:`helpers.lessons.l08_training.fit`) with this model's loss.
+    Arguments as lesson 08's ``train``, and ``num_layers``.
 
     Returns
     -------
     dict
         ``"loss"`` (steps,), ``"accuracy"`` (held-out), ``"attention_to_targets"``
-        (1, num_heads), ``"params"``, ``"corpus"``, and ``"config"`` (the task, num_heads,
-        num_layers, scale: what :func:`ablate` needs).
+        (1, num_heads), ``"params"``, ``"corpus"``, and ``"config"`` (``readout="pointer"``).
     """
-    check_arguments(task, num_heads, d_model, scale, steps, seed, num_layers, position, dtype)
+    check_arguments(task, num_heads, d_model, scale, steps, seed, num_layers, dtype)
     steps = TASKS[task][2] if steps is None else int(steps)
     data = load_corpus(task)
     n = data.train.tokens.shape[1]
     mask = task_mask(task, n)
     rng = np.random.default_rng(seed)
     params = init_params(len(data.vocab), n, d_model, num_layers, rng, dtype)
-    m = {name: np.zeros_like(p) for name, p in params.items()}
-    v = {name: np.zeros_like(p) for name, p in params.items()}
-    losses = []
-    for step in range(1, steps + 1):
-        batch = training.sample_batch(data.train, rng)
-        loss, grads = loss_and_grads(params, batch, num_heads, scale, mask)
-        lr = training.learning_rate(step, steps, d_model)
-        for name in params:
-            params[name], m[name], v[name] = reference.adam_step(params[name], grads[name],
-                                                                 m[name], v[name], step, lr)
-            params[name] *= 1 - lr * training.WEIGHT_DECAY
-        losses.append(loss)
-    accuracy, attention = evaluate(params, data.test, num_heads, scale, mask)
-    return {"loss": np.array(losses), "accuracy": accuracy, "attention_to_targets": attention,
-            "params": params, "corpus": data,
-            "config": {"task": task, "num_heads": num_heads, "num_layers": num_layers,
-                       "scale": scale}}
+    losses = l08_training.fit(params, lambda p, batch: loss_and_grads(p, batch, num_heads, scale, mask),
+                              lambda: l08_training.sample_batch(data.train, rng), steps, d_model)
+    accuracy, attention = measure(params, data.test, num_heads, scale, mask)
+    config = l08_training.make_config(task, seed=seed, steps=steps, d_model=d_model, num_heads=num_heads,
+                                      scale=scale, dtype=dtype, num_layers=num_layers, readout="pointer")
+    return {"loss": losses, "accuracy": accuracy, "attention_to_targets": attention,
+            "params": params, "corpus": data, "config": config}
+
+
+def evaluate(result, params=None):
+    """The held-out accuracy of a :func:`train` result (with ``params`` in place of its own, if given)."""
+    config, test = result["config"], result["corpus"].test
+    params = result["params"] if params is None else params
+    mask = task_mask(config["task"], test.tokens.shape[1])
+    return measure(params, test, config["num_heads"], config["scale"], mask)[0]
 
 
 # ------------------------------------------------- lesson 08's model on lesson 10's corpus
-@run_cache.shared     # tests only: computed once per test run (helpers/run_cache.py)
-@blas_threads()       # small matrices: one BLAS thread is fastest (helpers/threads.py)
 def train_word_readout(task="adjective", *, steps=1000, seed=0, d_model=32):
     """Lesson 08's one-layer model *with its word-naming readout*, trained on ``task``'s corpus.
 
-    The same loop as :func:`train`, with lesson 08's :func:`helpers.training.loss_and_grads`
-    (a readout at the query that scores every word). Its answer is the word the readout
-    scores highest, which can use the *values* the query blends in, not only where it looks.
+    Lesson 08's loop and loss (:mod:`helpers.lessons.l08_training.model`: a readout at the
+    query that scores every word). Its answer is the word the readout scores highest, which
+    can use the *values* the query blends in, not only where it looks.
 
     Returns
     -------
     dict
         ``"accuracy"`` (held-out), ``"attention"`` (N, n): the query's weights on each
-        held-out sentence, ``"params"``.
+        held-out sentence, ``"params"``, ``"loss"``, ``"corpus"``, ``"config"`` (``readout="word"``).
     """
     data = load_corpus(task)
     rng = np.random.default_rng(seed)
-    params = training.init_params(len(data.vocab), d_model, 1, rng)
-    m = {name: np.zeros_like(p) for name, p in params.items()}
-    v = {name: np.zeros_like(p) for name, p in params.items()}
-    for step in range(1, steps + 1):
-        _, grads = training.loss_and_grads(params, training.sample_batch(data.train, rng), 1)
-        lr = training.learning_rate(step, steps, d_model)
-        for name in params:
-            params[name], m[name], v[name] = reference.adam_step(params[name], grads[name],
-                                                                 m[name], v[name], step, lr)
-            params[name] *= 1 - lr * training.WEIGHT_DECAY
-    accuracy, _ = training.evaluate(params, data.test, 1)
-    _, _, weights = training.forward(params, data.test.tokens, 1)
+    params = l08.init_params(len(data.vocab), d_model, 1, rng)
+    losses = l08_training.fit(params, lambda p, batch: l08.loss_and_grads(p, batch, 1),
+                              lambda: l08_training.sample_batch(data.train, rng), steps, d_model)
+    accuracy, _ = l08.measure(params, data.test, 1)
+    _, _, weights = l08.forward(params, data.test.tokens, 1)
+    config = l08_training.make_config(task, seed=seed, steps=steps, d_model=d_model, num_heads=1,
+                                      scale=True, dtype="float64")
     return {"accuracy": accuracy, "attention": weights[np.arange(len(data.test)), 0, data.test.query],
-            "params": params}
+            "params": params, "loss": losses, "corpus": data, "config": config}

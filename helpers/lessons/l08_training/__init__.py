@@ -1,0 +1,18 @@
+"""Lesson 08 (``solutions/08_training.ipynb``): train a one-layer attention model in NumPy.
+
+- :mod:`.corpus`   -- the synthetic sentences (a pronoun and the noun it means);
+- :mod:`.model`    -- embeddings, one attention layer, a readout; its loss and gradients;
+- :mod:`.training` -- the hyperparameters, AdamW and :func:`fit`, the course's one training loop;
+- :mod:`.plots`    -- the lesson's figures.
+
+Entry points: ``train(task, *, num_heads=1, d_model=32, scale=True, steps=None, seed=0)`` and
+``evaluate(result, params=None)`` (:mod:`.training`).
+"""
+
+from ... import run_cache
+from . import training
+from .training import evaluate, fit
+
+train = run_cache.shared(training.train)   # tests only: computed once per test run (helpers/run_cache.py)
+
+__all__ = ["evaluate", "fit", "train"]

@@ -1,0 +1,186 @@
+"""Lesson 08: train the model of :mod:`.model`: the hyperparameters, AdamW, one loop, the entry point.
+
+Read it top to bottom, like nanoGPT's ``train.py``. :func:`fit` is the course's one
+training loop (lessons 09 and 10 call it with their own model and loss); :func:`train`
+is lesson 08's entry point, :func:`evaluate` measures what it returns.
+"""
+
+import functools
+
+import numpy as np
+
+from ... import reference
+from ...threads import blas_threads
+from . import corpus as corpus_module
+from . import model
+
+# ----------------------------------------------------------------- hyperparameters
+BATCH_SIZE = 16            # sentences per step
+LEARNING_RATE = 1e-2       # Adam's step size at d_model = 32 (see learning_rate)
+WEIGHT_DECAY = 0.1         # each step multiplies every parameter by 1 - lr * WEIGHT_DECAY
+CORPUS_SEED = 0            # the train/test split is the same for every run
+TASKS = {
+    # task: (the relations it asks about, default number of steps)
+    "coreference": (corpus_module.RELATIONS[:1], 1000),     # the pronoun's noun
+    "two_relations": (corpus_module.RELATIONS[:2], 1000),   # ... and the subject
+}
+DTYPES = ("float64", "float32")
+
+
+# ------------------------------------------------------------------- the optimizer
+# Adam is ``reference.adam_step(param, grad, m, v, t, lr)``, five lines (lesson 08 reads
+# them): running averages m of the gradient and v of its square (rates 0.9 and 0.999),
+# bias-corrected, then a step of ``lr * m_hat / (sqrt(v_hat) + 1e-8)``. It returns the new
+# ``(param, m, v)``. Below: the step size it is given at each step, and the loop.
+def learning_rate(step, steps, d_model):
+    """The step size at ``step`` (1 to ``steps``): it falls linearly from its start towards 0.
+
+    It starts at ``LEARNING_RATE * 32 / d_model``. Adam moves every entry of a matrix by
+    about the step size, so a score, a sum over d_model products, can move up to
+    d_model times that: a wider model needs smaller steps for the same change.
+    """
+    return LEARNING_RATE * 32 / d_model * (1 - (step - 1) / steps)
+
+
+def _paths(tree, prefix=()):
+    """The place of every array in ``tree`` (a dict of arrays, whose values may be lists of dicts)."""
+    for key, value in (enumerate(tree) if isinstance(tree, list) else tree.items()):
+        if isinstance(value, (dict, list)):
+            yield from _paths(value, prefix + (key,))
+        else:
+            yield prefix + (key,)
+
+
+def _at(tree, path):
+    for key in path:
+        tree = tree[key]
+    return tree
+
+
+def fit(params, loss_and_grads, next_batch, steps, d_model):
+    """Train ``params`` in place with AdamW: ``steps`` steps of one batch each.
+
+    Parameters
+    ----------
+    params : dict of ndarrays (a stack's ``"layers"`` may be a list of dicts of ndarrays)
+    loss_and_grads : function (params, batch) -> (loss, grads), grads shaped as params
+    next_batch : function () -> batch, called once per step (it draws from its own rng)
+    steps : int
+    d_model : int, sets the step size (:func:`learning_rate`)
+
+    Returns
+    -------
+    ndarray, shape (steps,): the loss at each step (before that step's update)
+    """
+    paths = list(_paths(params))
+    m = {path: np.zeros_like(_at(params, path)) for path in paths}   # Adam's running averages,
+    v = {path: np.zeros_like(_at(params, path)) for path in paths}   #   one pair per parameter
+    losses = []
+    with blas_threads():      # small matrices: one BLAS thread is fastest, busy machine or not
+        for step in range(1, steps + 1):
+            loss, grads = loss_and_grads(params, next_batch())
+            lr = learning_rate(step, steps, d_model)
+            for path in paths:
+                home, name = _at(params, path[:-1]), path[-1]
+                home[name], m[path], v[path] = reference.adam_step(home[name], _at(grads, path),
+                                                                   m[path], v[path], step, lr)
+                home[name] *= 1 - lr * WEIGHT_DECAY           # weight decay (as AdamW)
+            losses.append(loss)
+    return np.array(losses)
+
+
+# ------------------------------------------------------------------- data
+def sample_batch(split, rng, batch_size=BATCH_SIZE):
+    """``batch_size`` sentences of ``split``, drawn at random (with replacement)."""
+    pick = rng.integers(0, len(split), size=batch_size)
+    return corpus_module.Split([split.sentences[i] for i in pick], split.tokens[pick],
+                               split.query[pick], split.targets[pick], split.nouns[pick])
+
+
+@functools.lru_cache(maxsize=None)
+def load_corpus():
+    """The corpus every run trains on (built once, then shared: do not change its arrays)."""
+    return corpus_module.make_corpus(seed=CORPUS_SEED)
+
+
+# ------------------------------------------------------------------- arguments
+def _whole(value):
+    return isinstance(value, (int, np.integer)) and not isinstance(value, bool)
+
+
+def check_arguments(where, num_heads, d_model, scale, steps, seed, dtype):
+    """Raise a clear ValueError/TypeError for a bad size, scale, step count, seed or dtype."""
+    for name, value in (("num_heads", num_heads), ("d_model", d_model)):
+        if not _whole(value):
+            raise TypeError(f"{where}: {name} must be a whole number, got {value!r}")
+        if value <= 0:
+            raise ValueError(f"{where}: {name} must be positive, got {name}={value}")
+    if d_model % num_heads:
+        raise ValueError(f"{where}: d_model={d_model} is not divisible by num_heads={num_heads}")
+    if not isinstance(scale, (bool, np.bool_)):
+        raise TypeError(f"{where}: scale must be True or False, got {scale!r}")
+    if steps is not None and not (_whole(steps) and steps > 0):
+        raise ValueError(f"{where}: steps must be a positive whole number or None, got {steps!r}")
+    if not (_whole(seed) and seed >= 0):
+        raise ValueError(f"{where}: seed must be a whole number >= 0, got {seed!r}")
+    if str(dtype) not in DTYPES and dtype not in (np.float64, np.float32):
+        raise ValueError(f"{where}: dtype must be one of {DTYPES}, got {dtype!r}")
+
+
+def make_config(task, *, seed, steps, d_model, num_heads, scale, dtype, position="learned",
+                shifts=None, num_layers=1, readout="word"):
+    """What a result records of how it was trained: everything needed to rebuild its model.
+
+    A plain dict (it prints, pickles and compares like the rest of a result). Lesson 08's
+    model has learned positions, one layer and a readout that names a word; lessons 09
+    and 10 record their own ``position``/``shifts`` and ``num_layers``/``readout``.
+    """
+    return {"task": task, "seed": int(seed), "steps": int(steps), "d_model": int(d_model),
+            "num_heads": int(num_heads), "num_layers": int(num_layers), "scale": bool(scale),
+            "position": position, "shifts": None if shifts is None else tuple(int(k) for k in shifts),
+            "readout": readout, "dtype": str(np.dtype(dtype))}
+
+
+# ------------------------------------------------------------------- the entry point
+def train(task, *, num_heads=1, d_model=32, scale=True, steps=None, seed=0, dtype="float64"):
+    """Train lesson 08's model on a task; evaluate it on held-out sentences.
+
+    Parameters
+    ----------
+    task : {"coreference", "two_relations"}
+        "coreference": name the pronoun's noun. "two_relations": name it, and the sentence's subject.
+    num_heads : int, divides d_model
+    d_model : int
+    scale : bool, divide the scores by ``sqrt(d_head)`` (True) or not
+    steps : int or None, one batch each; None means the task's default (:data:`TASKS`)
+    seed : int, sets the starting parameters and the batches: the same seed gives the same run
+    dtype : "float64" or "float32"
+
+    Returns
+    -------
+    dict
+        ``"loss"`` (steps,); ``"accuracy"`` (held out); ``"attention_to_targets"``
+        (num_relations, num_heads); ``"params"``; ``"corpus"``; ``"config"`` (:func:`make_config`).
+    """
+    if task not in TASKS:
+        raise ValueError(f"train: unknown task {task!r}; the tasks are {sorted(TASKS)}")
+    check_arguments("train", num_heads, d_model, scale, steps, seed, dtype)
+    relations, default_steps = TASKS[task]
+    steps = default_steps if steps is None else int(steps)
+    data = load_corpus()
+    rng = np.random.default_rng(seed)
+    params = model.init_params(len(data.vocab), d_model, len(relations), rng, dtype)
+    losses = fit(params, lambda p, batch: model.loss_and_grads(p, batch, num_heads, scale),
+                 lambda: sample_batch(data.train, rng), steps, d_model)
+    accuracy, attention = model.measure(params, data.test, num_heads, scale)
+    return {"loss": losses, "accuracy": accuracy, "attention_to_targets": attention,
+            "params": params, "corpus": data,
+            "config": make_config(task, seed=seed, steps=steps, d_model=d_model, num_heads=num_heads,
+                                  scale=scale, dtype=dtype)}
+
+
+def evaluate(result, params=None):
+    """The held-out accuracy of a :func:`train` result (with ``params`` in place of its own, if given)."""
+    config = result["config"]
+    params = result["params"] if params is None else params
+    return model.measure(params, result["corpus"].test, config["num_heads"], config["scale"])[0]
