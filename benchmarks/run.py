@@ -288,8 +288,7 @@ def bench_notebooks(timeout):
           f"target well under {TARGET_RUN_ALL:.0f} s, lessons 08 and 10 under "
           f"{RUN_ALL_TARGETS['08_training.ipynb']:.0f} s)")
     try:
-        import nbformat
-        from nbclient import NotebookClient
+        import nbclient  # noqa: F401  (run_all needs it)
     except ImportError as exc:
         print(f"   skipped: {exc}")
         return
@@ -297,21 +296,7 @@ def bench_notebooks(timeout):
     if not paths:
         print("   no notebooks found in notebooks/")
     for path in paths:
-        nb = nbformat.read(str(path), as_version=4)
-        client = NotebookClient(nb, timeout=timeout, kernel_name="python3", allow_errors=True,
-                                resources={"metadata": {"path": str(path.parent)}})
-        start = time.perf_counter()
-        try:
-            # the kernel process's own stderr (a start-up warning) would clutter the report
-            client.execute(stderr=subprocess.DEVNULL)
-            status = "ok"
-        except Exception as exc:  # a timeout or a dead kernel: report it, go on
-            status = f"failed: {type(exc).__name__}: {str(exc).splitlines()[0][:80]}"
-        seconds = time.perf_counter() - start
-        errors = [o.ename for c in nb.cells if c.cell_type == "code"
-                  for o in c.get("outputs", []) if o.output_type == "error"]
-        if errors and status == "ok":
-            status = f"{len(errors)} cell(s) raised: {', '.join(sorted(set(errors)))}"
+        seconds, status = run_all(path, timeout, dict(os.environ))   # this process's environment
         target = RUN_ALL_TARGETS.get(path.name, TARGET_RUN_ALL)
         print(f"   {path.name:<34} {seconds:>6.1f} s   {status:<4} "
               f"{verdict(seconds < target) if status == 'ok' else ''}")
@@ -368,7 +353,7 @@ def run_all(path, timeout, env):
         client.execute(stderr=subprocess.DEVNULL, env=env)   # the kernel's start-up warnings
         status = "ok"
     except Exception as exc:  # a timeout or a dead kernel: report it, go on
-        status = f"failed: {type(exc).__name__}: {str(exc).splitlines()[0][:60]}"
+        status = f"failed: {type(exc).__name__}: {str(exc).splitlines()[0][:80]}"
     seconds = time.perf_counter() - start
     errors = [o.ename for c in nb.cells if c.cell_type == "code"
               for o in c.get("outputs", []) if o.output_type == "error"]
