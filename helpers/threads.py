@@ -6,7 +6,8 @@ thread saves less than it costs to start and wait for it, and on a busy machine 
 threads fight the other programs for the cores. Lesson 08 beside two busy processes took
 86-121 s on a 2-core machine with BLAS's own choice, and 16 s on one thread.
 
-So the helpers that train (lessons 08-10) and that measure (lessons 05, 06, 11) do their
+So the helpers that train (lessons 08-10: ``fit``'s loop and each lesson's ``train``,
+:func:`on_one_thread`) and that measure (lessons 05, 06, 11: ``helpers.measure``) do their
 work inside :func:`blas_threads`; outside it, NumPy uses as many threads as before, so
 the learner's own code afterwards is not pinned.
 
@@ -51,6 +52,21 @@ def blas_threads(count=FASTEST):
         return
     with controller.limit(limits=count, user_api="blas"):
         yield
+
+
+def on_one_thread(function):
+    """``function``, run inside :func:`blas_threads` each time it is called.
+
+    For a lesson's training entry points (``train``, ...): their evaluations on held-out
+    data run after ``fit``'s loop, on batches of hundreds of sentences, and are as slow
+    with BLAS's own thread count on a busy machine (lesson 09: 90 s instead of 24 s).
+    """
+    @functools.wraps(function)
+    def run(*args, **kwargs):
+        with blas_threads():
+            return function(*args, **kwargs)
+
+    return run
 
 
 def blas_thread_count():

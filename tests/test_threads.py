@@ -4,6 +4,8 @@ The tests start from two BLAS threads (threadpoolctl raises the count above conf
 so that "pinned inside, as before outside" can fail.
 """
 
+import inspect
+
 import numpy as np
 import pytest
 from threadpoolctl import threadpool_limits
@@ -93,4 +95,46 @@ def test_lesson_08s_entry_point_trains_through_that_loop(two_threads, monkeypatc
     monkeypatch.setattr(model, "loss_and_grads", recording)
     training.train("coreference", steps=2)                 # the module's own: not the run's cache
     assert seen == [1, 1]
+    assert threads.blas_thread_count() == 2
+
+
+def test_a_function_on_one_thread_keeps_its_name_and_signature_and_restores_the_count(two_threads):
+    def work(a, *, b=2):
+        """Doc."""
+        return threads.blas_thread_count(), a + b
+
+    pinned = threads.on_one_thread(work)
+    assert pinned(1, b=3) == (1, 4)
+    assert threads.blas_thread_count() == 2
+    assert (pinned.__name__, pinned.__doc__) == ("work", "Doc.")
+    assert str(inspect.signature(pinned)) == "(a, *, b=2)"     # run_cache keys a call by it
+
+
+# Each entry point, the module function it evaluates with after fit (looked up when called),
+# and tiny arguments: that evaluation is where BLAS's own threads cost lesson 09 a minute.
+ENTRY_POINTS = [
+    ("l08_training", "train", "l08_training.model", "measure", ("coreference",), {"steps": 1}),
+    ("l09_position", "train", "l09_position.model", "measure", ("two_relations",),
+     {"position": "rope", "shifts": (0, 1), "steps": 1}),
+    ("l09_position", "train_two_back", "l09_position.two_back", "accuracy", ("rope",),
+     {"lengths": (16,), "steps": 1}),
+    ("l10_two_layers", "train", "l10_two_layers.model", "measure", ("adjective",), {"steps": 1}),
+]
+
+
+@pytest.mark.parametrize("package, entry, module, evaluation, args, kwargs", ENTRY_POINTS)
+def test_a_lessons_training_entry_point_evaluates_on_one_thread_too(package, entry, module, evaluation,
+                                                                     args, kwargs, two_threads, monkeypatch):
+    import importlib
+    where = importlib.import_module(f"helpers.lessons.{module}")
+    seen, real = [], getattr(where, evaluation)
+
+    def recording(*a, **k):
+        seen.append(threads.blas_thread_count())
+        return real(*a, **k)
+
+    monkeypatch.setattr(where, evaluation, recording)
+    monkeypatch.delenv("COURSE_RUN_CACHE", raising=False)         # train for real
+    getattr(importlib.import_module(f"helpers.lessons.{package}"), entry)(*args, **kwargs)
+    assert seen and set(seen) == {1}, seen
     assert threads.blas_thread_count() == 2

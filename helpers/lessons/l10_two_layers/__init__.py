@@ -11,11 +11,12 @@ Entry points: ``train(task, *, num_layers=1, ...)``, ``evaluate(result, params=N
 """
 
 from ... import run_cache
+from ...threads import on_one_thread
 from . import model
 from .model import ablate, evaluate
 
 # tests only: each computed once per test run (helpers/run_cache.py)
-train = run_cache.shared(model.train)
-train_word_readout = run_cache.shared(model.train_word_readout)
+train = run_cache.shared(on_one_thread(model.train))
+train_word_readout = run_cache.shared(on_one_thread(model.train_word_readout))
 
 __all__ = ["ablate", "evaluate", "train", "train_word_readout"]
