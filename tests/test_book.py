@@ -56,9 +56,9 @@ DESKTOP = {"width": 1366, "height": 768}    # the commonest laptop screen
 PHONE = {"width": 390, "height": 844}       # a common phone, in CSS pixels
 #: Code cells (input or output) that may scroll sideways at DESKTOP width, per page.
 SIDEWAYS_BUDGET = 0
-#: Slider images below 100 dpi, expected until their lesson's engineer changes the figure code
-#: (lesson 11's kv-heads slider: helpers/widgets_inference.py). Strict: a fixed one says so.
-LOW_DPI_SLIDERS_YET = {"11_inference"}
+#: Lessons whose slider images are still below 100 dpi (none now): expected to fail, strictly,
+#: so that a fixed one says so.
+LOW_DPI_SLIDERS_YET = set()
 
 
 # --- the pages' sources, without a build -------------------------------------------------------
