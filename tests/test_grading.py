@@ -846,8 +846,10 @@ IMPLEMENTATIONS = {
                 S = turn(Q) @ np.swapaxes(turn(K), -1, -2) / math.sqrt(Q.shape[-1])
                 if mask is not None:
                     S = np.where(mask, S, -np.inf)
-                E = np.exp(S - S.max(axis=-1, keepdims=True))
-                W = E / E.sum(axis=-1, keepdims=True)
+                top = S.max(axis=-1, keepdims=True)
+                E = np.exp(S - np.where(np.isfinite(top), top, 0.0))   # a fully masked row: all zeros
+                total = E.sum(axis=-1, keepdims=True)
+                W = np.divide(E, total, out=np.zeros_like(E), where=total > 0)
                 return W @ V, W
             """),
     ],
