@@ -35,6 +35,11 @@ something crashes). Timings depend on the machine and on what else runs on it.
    the five seeds of one model (the lesson's Run All must stay under a minute).
 5. Each lesson's Run All time: ``notebooks/*.ipynb`` executed with nbclient in a fresh
    kernel, kernel start included.
+5b. Each lesson's Run All as a learner gets it: a fresh kernel with none of the tests'
+   variables (BLAS picks its own thread count, as in ``make lab``, Binder and Colab), quiet and
+   beside as many busy processes (``while True: pass``) as the machine has cores, next to the
+   tests' setting (one BLAS thread). Target: <= 30 s quiet and loaded. ``--lessons 08,09``
+   runs only those.
 6. Lesson 11's generation: tokens per second generating a sequence one token at a time with
    ``attention_decode_step`` (the KV cache) and by recomputing causal multi-head attention
    over the whole prefix for every token; the outputs compared; and the cache's bytes after
@@ -71,6 +76,7 @@ RUN_ALL_TARGETS = {"08_training.ipynb": 60.0,   # ... but the ones that train mo
                    "09_position.ipynb": 60.0,
                    "10_two_layers.ipynb": 60.0,
                    "11_inference.ipynb": 60.0}  # ... and the one that measures generation
+TARGET_DEFAULT_KERNEL = 30.0  # seconds: Run All in a learner's default kernel, quiet and loaded
 TARGET_SLIDER = 0.2         # seconds: one slider step
 TRAINING = dict(steps=None, seeds=range(6))      # None: the task's default number of steps
 TARGET_TRAINING_TIME = 10.0
@@ -297,8 +303,7 @@ def bench_notebooks(timeout):
           f"target well under {TARGET_RUN_ALL:.0f} s, lessons 08 and 10 under "
           f"{RUN_ALL_TARGETS['08_training.ipynb']:.0f} s)")
     try:
-        import nbformat
-        from nbclient import NotebookClient
+        import nbclient  # noqa: F401  (run_all needs it)
     except ImportError as exc:
         print(f"   skipped: {exc}")
         return
@@ -306,24 +311,99 @@ def bench_notebooks(timeout):
     if not paths:
         print("   no notebooks found in notebooks/")
     for path in paths:
-        nb = nbformat.read(str(path), as_version=4)
-        client = NotebookClient(nb, timeout=timeout, kernel_name="python3", allow_errors=True,
-                                resources={"metadata": {"path": str(path.parent)}})
-        start = time.perf_counter()
-        try:
-            # the kernel process's own stderr (a start-up warning) would clutter the report
-            client.execute(stderr=subprocess.DEVNULL)
-            status = "ok"
-        except Exception as exc:  # a timeout or a dead kernel: report it, go on
-            status = f"failed: {type(exc).__name__}: {str(exc).splitlines()[0][:80]}"
-        seconds = time.perf_counter() - start
-        errors = [o.ename for c in nb.cells if c.cell_type == "code"
-                  for o in c.get("outputs", []) if o.output_type == "error"]
-        if errors and status == "ok":
-            status = f"{len(errors)} cell(s) raised: {', '.join(sorted(set(errors)))}"
+        seconds, status = run_all(path, timeout, dict(os.environ))   # this process's environment
         target = RUN_ALL_TARGETS.get(path.name, TARGET_RUN_ALL)
         print(f"   {path.name:<34} {seconds:>6.1f} s   {status:<4} "
               f"{verdict(seconds < target) if status == 'ok' else ''}")
+
+
+# --------------------------------------------------------------------------- 5b
+# What a learner's kernel has that a test's has not: none of these (conftest.py sets the BLAS
+# threads and the shared training folder; pytest and nbval add their own).
+TEST_VARIABLES = ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS", "COURSE_RUN_CACHE",
+                  "MPLBACKEND", "PYTEST_CURRENT_TEST", "PYTEST_XDIST_WORKER", "PYTEST_XDIST_WORKER_COUNT")
+#: Each setting of 5b: (what it is called, how many busy processes run beside it, the kernel's
+#: extra environment). The last is the tests' own setting (conftest.py: one BLAS thread).
+KERNEL_SETTINGS = [("default kernel, quiet", 0, {}),
+                   ("default kernel, {busy} busy", None, {}),
+                   ("tests' setting (1 BLAS thread)", 0, {"OPENBLAS_NUM_THREADS": "1",
+                                                          "OMP_NUM_THREADS": "1"})]
+
+
+def default_kernel_env(extra=None):
+    """The environment of a learner's kernel: this one without the test variables, plus ``extra``."""
+    env = {name: value for name, value in os.environ.items() if name not in TEST_VARIABLES}
+    env.update(extra or {})
+    return env
+
+
+class busy_processes:
+    """``with busy_processes(2):`` -- that many processes that only spin (``while True: pass``)."""
+
+    def __init__(self, count):
+        self.count, self.processes = count, []
+
+    def __enter__(self):
+        self.processes = [subprocess.Popen([sys.executable, "-c", "while True: pass"])
+                          for _ in range(self.count)]
+        return self
+
+    def __exit__(self, *exc):
+        for process in self.processes:
+            process.kill()
+        for process in self.processes:
+            process.wait()
+
+
+def run_all(path, timeout, env):
+    """Run All of the notebook at ``path`` in a fresh kernel with ``env``: (seconds, status)."""
+    import nbformat
+    from nbclient import NotebookClient
+
+    nb = nbformat.read(str(path), as_version=4)
+    client = NotebookClient(nb, timeout=timeout, kernel_name="python3", allow_errors=True,
+                            resources={"metadata": {"path": str(path.parent)}})
+    start = time.perf_counter()
+    try:
+        client.execute(stderr=subprocess.DEVNULL, env=env)   # the kernel's start-up warnings
+        status = "ok"
+    except Exception as exc:  # a timeout or a dead kernel: report it, go on
+        status = f"failed: {type(exc).__name__}: {str(exc).splitlines()[0][:80]}"
+    seconds = time.perf_counter() - start
+    errors = [o.ename for c in nb.cells if c.cell_type == "code"
+              for o in c.get("outputs", []) if o.output_type == "error"]
+    if errors and status == "ok":
+        status = f"{len(errors)} cell(s) raised: {', '.join(sorted(set(errors)))}"
+    return seconds, status
+
+
+def bench_default_kernel(timeout, lessons=None, busy=None):
+    """5b: each lesson's Run All as a learner gets it (a fresh kernel, no test variables), quiet and
+    beside as many busy processes as the machine has cores, next to the tests' setting."""
+    busy = (os.cpu_count() or 1) if busy is None else busy
+    paths = [p for p in sorted((ROOT / "notebooks").glob("*.ipynb"))
+             if lessons is None or p.name[:2] in lessons]
+    names = [name.format(busy=busy) for name, _, _ in KERNEL_SETTINGS]
+    print(f"\n5b. Run All of each student notebook in a fresh DEFAULT kernel (no test variables: "
+          f"BLAS picks its own threads), quiet and beside {busy} busy processes (one per core), next to "
+          f"the tests' setting; kernel start included; target <= {TARGET_DEFAULT_KERNEL:.0f} s in both, "
+          f"and the default no slower than the tests' setting")
+    print(f"   {'lesson':<30}" + "".join(f"{name:>33}" for name in names))
+    met = True
+    for path in paths:
+        seconds = []
+        for _, count, extra in KERNEL_SETTINGS:
+            with busy_processes(busy if count is None else count):
+                t, status = run_all(path, timeout, default_kernel_env(extra))
+            seconds.append(t if status == "ok" else float("nan"))
+            if status != "ok":
+                print(f"   {path.name}: {status}")
+        quiet, loaded, tests = seconds
+        ok = quiet <= TARGET_DEFAULT_KERNEL and loaded <= TARGET_DEFAULT_KERNEL
+        met &= ok
+        print(f"   {path.name:<30}" + "".join(f"{t:>31.1f} s" for t in seconds)
+              + f"   {verdict(ok)}{'' if quiet <= 1.2 * tests + 1 else '  (default slower than 1 thread)'}")
+    return met
 
 
 # --------------------------------------------------------------------------- 4
@@ -427,6 +507,8 @@ def main(argv=None):
     parser.add_argument("--repeat", type=int, default=7, help="timed runs per measurement")
     parser.add_argument("--no-notebooks", action="store_true", help="skip the Run All times")
     parser.add_argument("--timeout", type=int, default=120, help="seconds per notebook cell")
+    parser.add_argument("--lessons", default=None,
+                        help="5b only for these lessons, e.g. 08,09 (default: every lesson)")
     args = parser.parse_args(argv)
 
     machine()
@@ -439,6 +521,8 @@ def main(argv=None):
                "lesson 11 cached = recomputed, cache bytes": bench_generation(args.repeat)}
     if not args.no_notebooks:
         bench_notebooks(args.timeout)
+        lessons = None if args.lessons is None else args.lessons.split(",")
+        results["Run All in a default kernel"] = bench_default_kernel(args.timeout, lessons)
     print("\nsummary: " + "; ".join(f"{name}: {verdict(ok)}" for name, ok in results.items()))
     print("(timings are of this machine under its current load; rerun on a quiet machine "
           "before drawing conclusions)")

@@ -4,6 +4,7 @@ Sphinx reads the staged copy that ``python -m helpers.instructor.book`` writes i
 ``_build/book/source``; this folder only holds the settings (``sphinx-build -c book``).
 """
 
+import os
 import sys
 from pathlib import Path
 
@@ -13,11 +14,13 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))        # helpers
 from helpers import course  # noqa: E402
 
 project = "Self-Attention & Multi-Head"
-author = "the course's authors"
-copyright = "the course's authors"
+author = "the course's contributors"
+html_show_copyright = False           # the footer below says who and under which licence
 
 extensions = ["myst_nb", "slider_figures", "sphinx.ext.githubpages"]   # githubpages: .nojekyll
 exclude_patterns = ["_build", "**.ipynb_checkpoints"]
+# Maths in the lessons' text: $...$ inline, $$...$$ on its own line (as JupyterLab and Colab read it).
+myst_enable_extensions = ["dollarmath", "amsmath"]
 
 # Execute every lesson afresh, top to bottom, in its own kernel; any cell that raises stops
 # the build with the cell's traceback (nothing is published with an error in it).
@@ -33,8 +36,14 @@ nb_ipywidgets_js = {}
 
 html_theme = "sphinx_book_theme"
 html_title = project
+html_favicon = "static/favicon.svg"
 html_static_path = ["static"]
 html_css_files = ["course.css"]
+# MathJax from the site itself when helpers/instructor/book.py copied it (no CDN needed).
+if os.environ.get("COURSE_BOOK_MATHJAX"):
+    html_static_path.append(os.environ["COURSE_BOOK_MATHJAX"])
+    mathjax_path = "mathjax/tex-chtml.js"
+templates_path = ["templates"]        # layout.html: the landing page's title said the name twice
 html_theme_options = {
     "repository_url": course.REPOSITORY,
     "repository_branch": course.BRANCH,
@@ -46,6 +55,11 @@ html_theme_options = {
                        "binderhub_url": "https://mybinder.org",
                        "notebook_interface": "jupyterlab"},
     "show_toc_level": 1,
+    "logo": {"text": "Self-Attention & Multi\u2011Head"},   # a non-breaking hyphen: not "Multi- / Head"
+    "extra_footer": (f'{project}, an open course. The code is under the MIT licence, the text and '
+                     f'figures under <a href="https://creativecommons.org/licenses/by/4.0/">CC BY 4.0</a> '
+                     f'(<a href="{course.REPOSITORY}/blob/{course.BRANCH}/LICENSE">LICENSE</a>). '
+                     f'Source, issues and contributions: <a href="{course.REPOSITORY}">on GitHub</a>.'),
 }
 html_last_updated_fmt = None
 smartquotes = False                  # the text as the notebook writes it (as in Colab)

@@ -1,7 +1,13 @@
 """Measuring on the learner's own machine: time (median of repeats) and memory (traced peak).
 
-Used by lessons 05 and 06 and by ``benchmarks/run.py``. The numbers depend on the
+Used by lessons 05, 06 and 11 and by ``benchmarks/run.py``. The numbers depend on the
 machine and on what else it is doing, so the lessons *show* them and never assert them.
+
+Every timed and traced call runs on ONE BLAS thread (:func:`helpers.threads.blas_threads`):
+NumPy's BLAS splits big products over several cores but not small ones, and that switch
+would bend the curves the lessons fit. Only the measured calls are pinned; the learner's
+own code outside them keeps NumPy's own thread count. :func:`threads_note` says so in a
+lesson's output.
 
     seconds = median_time(lambda: Q @ K.T, repeat=5)
     peak_bytes = traced_peak(lambda: Q @ K.T)
@@ -12,8 +18,20 @@ import tracemalloc
 
 import numpy as np
 
+from .threads import FASTEST, blas_thread_count, blas_threads, describe
+
 __all__ = ["median_time", "traced_peak", "format_bytes", "median_times", "traced_peaks",
-           "times_table", "crossing", "plot_times", "plot_peaks", "slider_step_report"]
+           "times_table", "crossing", "plot_times", "plot_peaks", "slider_step_report",
+           "threads_note", "THREADS"]
+
+#: The BLAS threads every measurement here runs on.
+THREADS = FASTEST
+
+
+def threads_note():
+    """``'measured on 1 BLAS thread (NumPy uses 2 here outside the measurements)'``."""
+    return (f"measured on {describe(THREADS)} (NumPy uses {describe(blas_thread_count())} "
+            f"here outside the measurements)")
 
 
 def _positive(where, name, value):
@@ -50,7 +68,8 @@ def median_time(fn, repeat=5, number=1, warmup=1, clock=time.perf_counter, min_g
     Returns
     -------
     float
-        Median over the groups of (group time / number), in seconds.
+        Median over the groups of (group time / number), in seconds, measured on
+        :data:`THREADS` BLAS thread(s).
     """
     where = "median_time"
     if not callable(fn):
@@ -62,6 +81,11 @@ def median_time(fn, repeat=5, number=1, warmup=1, clock=time.perf_counter, min_g
         raise ValueError(f"{where}: number=None needs warmup >= 1 to judge a call's time")
     if number is not None:
         number = _positive(where, "number", number)
+    with blas_threads(THREADS):
+        return _median_time(fn, repeat, number, warmup, clock, min_group)
+
+
+def _median_time(fn, repeat, number, warmup, clock, min_group):
     one_call = 0.0
     for _ in range(warmup):
         start = clock()
@@ -100,10 +124,11 @@ def traced_peak(fn):
     if not was_tracing:
         tracemalloc.start()
     try:
-        tracemalloc.reset_peak()
-        before, _ = tracemalloc.get_traced_memory()
-        result = fn()
-        _, peak = tracemalloc.get_traced_memory()
+        with blas_threads(THREADS):          # entered before the peak is reset: not counted
+            tracemalloc.reset_peak()
+            before, _ = tracemalloc.get_traced_memory()
+            result = fn()
+            _, peak = tracemalloc.get_traced_memory()
         del result
     finally:
         if not was_tracing:

@@ -8,6 +8,20 @@ calls in each lesson and moves every slider.
 
 import ipywidgets as widgets
 
+#: Dots per inch of every slider's picture: tick labels stay legible on a web page (72 was not).
+DPI = 100
+
+
+def picture(fig, dpi=DPI):
+    """An ``Image`` widget for ``fig``'s PNG, shown at its own size (never stretched to the column).
+
+    A VBox stretches its children to its width: JupyterLab showed a 612-pixel picture
+    930 pixels wide, and blurred. Here the width is the picture's own, at most the column's.
+    """
+    width = round(fig.get_figwidth() * dpi)
+    return widgets.Image(format="png", layout=widgets.Layout(width=f"{width}px", max_width="100%",
+                                                             height="auto"))
+
 
 def choice_slider(options, value, description):
     """A slider over a fixed list of values (e.g. powers of two), continuous_update off."""
@@ -43,7 +57,7 @@ def head_count_slider(d_model, value=None, description="heads h"):
     return choice_slider(options, value, description)
 
 
-def figure_slider(slider, draw, figsize=(8.0, 3.6), dpi=72):
+def figure_slider(slider, draw, figsize=(8.0, 3.6), dpi=DPI):
     """A slider above a figure that ``draw(fig, value)`` redraws each time the slider moves.
 
     The figure is one matplotlib ``Figure`` (not pyplot's, so it is never shown twice),
@@ -62,7 +76,7 @@ def figure_slider(slider, draw, figsize=(8.0, 3.6), dpi=72):
     from matplotlib.figure import Figure
 
     fig = Figure(figsize=figsize, dpi=dpi)
-    image = widgets.Image(format="png")
+    image = picture(fig, dpi)
 
     def redraw(value):
         fig.clf()
@@ -87,7 +101,7 @@ def dk_slider(value=64, lo=1, hi=512, description="d_k"):
     return choice_slider(options, value, description)
 
 
-def live_figure(fig, update, dpi=72, animated=(), **sliders):
+def live_figure(fig, update, dpi=DPI, animated=(), **sliders):
     """Sliders above a figure that ``update(**values)`` changes in place (no redraw from scratch).
 
     Build the figure once (a ``matplotlib.figure.Figure``, so pyplot never shows it
@@ -129,7 +143,7 @@ def live_figure(fig, update, dpi=72, animated=(), **sliders):
 
     if not sliders:
         raise ValueError("live_figure: give at least one slider, e.g. d_k=dk_slider()")
-    image = widgets.Image(format="png")
+    image = picture(fig, dpi)
     animated = list(animated)
     background = None
     if animated:
@@ -149,7 +163,7 @@ def live_figure(fig, update, dpi=72, animated=(), **sliders):
             for artist in animated:
                 fig.draw_artist(artist)
             rgba = np.asarray(canvas.buffer_rgba())               # (height, width, 4)
-            PILImage.fromarray(rgba).save(buffer, format="png", compress_level=1)
+            PILImage.fromarray(rgba).save(buffer, format="png", compress_level=1, dpi=(dpi, dpi))
         return buffer.getvalue()
 
     def redraw(**values):

@@ -1,7 +1,10 @@
 """benchmarks/run.py runs and prints every figure it promises (at tiny sizes; no timing asserted)."""
 
 import importlib.util
+import os
 from pathlib import Path
+
+import nbformat
 
 import pytest
 
@@ -70,3 +73,31 @@ def test_benchmark_prints_lesson_10_training_for_both_tasks_and_layer_counts(ben
     assert bench.bench_layers(repeat=1) in (True, False)
     out = capsys.readouterr().out
     assert out.count("adjective ") == 2 and out.count("induction ") == 2 and "accuracy" in out
+
+
+def test_a_learners_kernel_has_none_of_the_tests_variables(bench, monkeypatch):
+    monkeypatch.setenv("OPENBLAS_NUM_THREADS", "1")
+    monkeypatch.setenv("COURSE_RUN_CACHE", "/somewhere")
+    env = bench.default_kernel_env({"OMP_NUM_THREADS": "1"})
+    assert "OPENBLAS_NUM_THREADS" not in env and "COURSE_RUN_CACHE" not in env
+    assert env["OMP_NUM_THREADS"] == "1" and env["PATH"] == os.environ["PATH"]
+
+
+def test_busy_processes_spin_while_the_block_runs_and_are_gone_after(bench):
+    with bench.busy_processes(2) as busy:
+        assert [p.poll() for p in busy.processes] == [None, None]      # running
+    assert all(p.poll() is not None for p in busy.processes)
+
+
+def test_benchmark_prints_each_lessons_run_all_in_a_default_kernel_quiet_loaded_and_pinned(
+        bench, capsys, monkeypatch, tmp_path):
+    (tmp_path / "notebooks").mkdir()
+    nb = nbformat.v4.new_notebook()
+    nb.cells = [nbformat.v4.new_code_cell("import os\nassert 'COURSE_RUN_CACHE' not in os.environ")]
+    nbformat.write(nb, str(tmp_path / "notebooks" / "01_tiny.ipynb"))
+    monkeypatch.setattr(bench, "ROOT", tmp_path)
+    assert bench.bench_default_kernel(timeout=60, busy=1) in (True, False)
+    out = capsys.readouterr().out
+    assert "raised" not in out and "failed" not in out      # the kernel had none of the tests' variables
+    row = next(line for line in out.splitlines() if "01_tiny.ipynb" in line)
+    assert row.count(" s") == 3 and "nan" not in row and "MET" in row    # three timings and a verdict

@@ -8,12 +8,15 @@ writes ``OUT/html/index.html`` -- open it in a browser -- from:
   README does not list yet gets a row with its notebook's title: lessons are found by
   :func:`helpers.course.lessons`, never listed here);
 - ``OUT/source/notebooks/NAME.ipynb``: copies of the **student** notebooks (no solution
-  code), each with a Binder badge next to its Colab badge and its setup cell folded.
+  code), each with a Binder badge next to its Colab badge, a line saying how to run it,
+  its setup cell folded, and each exercise shown as an exercise: its statement, its
+  starting code folded, and a "Try it" box that opens the lesson in Colab or on Binder
+  (in place of the check cell, which still runs: the page goes on with the reference).
   The repository's notebooks are never touched.
 
 Sphinx with MyST-NB (the engine of Jupyter Book 1) executes every copy in a fresh kernel,
 so each figure and printed number shows, and stops with an error if any cell raises.
-Its settings are in ``book/conf.py``; ``book/widgets.py`` turns each slider into the
+Its settings are in ``book/conf.py``; ``book/slider_figures.py`` turns each slider into the
 figure at its starting value and a note saying where it moves. Nothing here is
 learner-facing, and the packages it needs are in ``requirements-book.txt``.
 """
@@ -38,20 +41,22 @@ from .student import ROOT
 DEFAULT_OUT = ROOT / "_build" / "book"
 #: Sphinx's settings (``conf.py``) and the course's small Sphinx extension.
 CONF_DIR = ROOT / "book"
+#: The variable that tells ``book/conf.py`` where :func:`stage_mathjax` put MathJax.
+MATHJAX_ENV = "COURSE_BOOK_MATHJAX"
 
 INTRO = """\
 # Self-Attention & Multi-Head
 
 A hands-on course on how attention actually works: from the query/key/value projections,
-through the score grid, the √d_k scaling, softmax and multi-head attention, to its cost,
-its gradients and a model trained with them. NumPy, matplotlib and ipywidgets only: no
-deep-learning framework.
+through the score grid, the $\\sqrt{{d_k}}$ scaling, softmax and multi-head attention, to its cost,
+its gradients, a model trained with them, word order, two layers that work together, and
+generating text with a KV cache. NumPy, matplotlib and ipywidgets only: no deep-learning
+framework.
 
 Each page below is a lesson, run from top to bottom: every figure and number on it was
-computed when this site was built. The exercises are left for you (their checks say
-"not attempted yet", and the lesson goes on with the course's own answer). To do them,
-and to move the sliders, open a lesson in Colab or Binder (the badges on each page), or
-on your machine: `make lab` in a clone of the course.
+computed when this site was built. Each exercise has a "Try it" box: to do it, and to move
+the sliders, open the lesson in Colab or on Binder (the links on each page), or on your
+machine: `make lab` in a clone of the course.
 
 {binder}
 """
@@ -110,13 +115,74 @@ def with_binder_badge(nb, path):
     return nb
 
 
+def _fold(cell, label):
+    """Fold ``cell``'s code on the page behind a button named ``label`` (MyST-NB's hide-input)."""
+    tags = cell.metadata.setdefault("tags", [])
+    if "hide-input" not in tags:
+        tags.append("hide-input")
+    cell.metadata.setdefault("mystnb", {}).update(code_prompt_show=label, code_prompt_hide="Hide it")
+
+
 def with_setup_folded(nb):
-    """``nb`` with its setup cell folded on the page ("Show code cell source"), as in JupyterLab."""
+    """``nb`` with its setup cell folded on the page ("Show the setup cell"), as in JupyterLab."""
     for cell in nb.cells:
         if cell.cell_type == "code" and cell.source.startswith(course.SETUP_TITLE):
-            tags = cell.metadata.setdefault("tags", [])
-            if "hide-input" not in tags:
-                tags.append("hide-input")
+            _fold(cell, "Show the setup cell")
+    return nb
+
+
+#: Under the badges of every lesson page: what the page is, and where to run it.
+HOW_TO_RUN = ("*This page is the lesson as it ran when the site was built: every figure and number "
+              "below was computed then. To run it yourself, move its sliders and do its exercises, "
+              "open it in [Colab]({colab}) or on [Binder]({binder}) (a free JupyterLab in your "
+              "browser).*")
+
+TRY_IT = """```{{admonition}} Try it: {name}
+:class: tip course-try-it
+This is an exercise. Open this lesson in [Colab]({colab}) or on [Binder]({binder}), write
+`{name}` in the cell above (its starting code is folded here), and run the check under it:
+it tells you in a moment whether it is right, or what is wrong. On this page the lesson goes
+on with the course's own `{name}`.
+```"""
+
+
+def _check_cell_of(name, cells):
+    """The index of the check cell of exercise ``name`` (``name = check("name", name)``), or None."""
+    call = re.compile(rf"""\bcheck\(\s*["']{re.escape(name)}["']""")
+    return next((i for i, c in enumerate(cells) if c.cell_type == "code" and call.search(c.source)), None)
+
+
+def with_exercises_as_exercises(nb, path):
+    """``nb`` with each exercise shown as one on the page: its starting code folded, and a
+    "Try it" box (Colab, Binder) in place of its check cell's source and "not attempted" notice.
+
+    The check cell still runs (tag ``remove-cell``): the page goes on with the reference.
+    A student stub is a code cell that raises ``NotImplementedError()``; the exercises are
+    the notebook's ``metadata.course.exercises``.
+    """
+    for cell in nb.cells:
+        if cell.cell_type == "code" and "raise NotImplementedError()" in cell.source:
+            _fold(cell, "Show the exercise's starting code")
+        elif cell.cell_type == "markdown":        # the Try it box says where to run the check
+            cell.source = re.sub(r"\n*^Then run the check cell below it\.$", "", cell.source, flags=re.M)
+    links = dict(colab=course.colab_url(path), binder=course.binder_url(path))
+    for name in nb.metadata.get("course", {}).get("exercises", []):
+        at = _check_cell_of(name, nb.cells)
+        if at is None:
+            continue
+        tags = nb.cells[at].metadata.setdefault("tags", [])
+        if "remove-cell" not in tags:
+            tags.append("remove-cell")
+        nb.cells.insert(at + 1, nbformat.v4.new_markdown_cell(TRY_IT.format(name=name, **links)))
+    return nb
+
+
+def with_how_to_run(nb, path):
+    """``nb`` with :data:`HOW_TO_RUN` right after the cell that holds its badges."""
+    binder = course.binder_badge(path)
+    at = next((i for i, c in enumerate(nb.cells) if c.cell_type == "markdown" and binder in c.source), 0)
+    line = HOW_TO_RUN.format(colab=course.colab_url(path), binder=course.binder_url(path))
+    nb.cells.insert(at + 1, nbformat.v4.new_markdown_cell(line))
     return nb
 
 
@@ -133,10 +199,47 @@ def stage(source, root=ROOT):
     for lesson in lessons:
         path = f"notebooks/{lesson}.ipynb"
         nb = nbformat.read(str(root / path), as_version=4)
-        nbformat.write(with_setup_folded(with_binder_badge(nb, path)), str(source / path))
+        nb = with_how_to_run(with_binder_badge(nb, path), path)
+        nbformat.write(with_exercises_as_exercises(with_setup_folded(nb), path), str(source / path))
     readme = (root / "README.md").read_text(encoding="utf-8")
     (source / "index.md").write_text(index_page(lessons, readme, root / "notebooks"), encoding="utf-8")
     return lessons
+
+
+#: MathJax 3, from the Python package ``django-static-mathjax`` (requirements-book.txt): the
+#: parts the site uses, copied into the site, so that its formulas render without a CDN.
+MATHJAX_DISTRIBUTION = "django-static-mathjax"
+MATHJAX_PARTS = ("tex-chtml.js", "output/chtml/fonts/woff-v2", "input/tex/extensions", "../LICENSE")
+
+
+def stage_mathjax(folder, distribution=MATHJAX_DISTRIBUTION):
+    """Copy MathJax's TeX-to-HTML bundle, its fonts and its TeX extensions to ``folder/mathjax``.
+
+    Returns ``folder`` (for ``html_static_path``), or None when the package is not installed:
+    the site then loads MathJax from Sphinx's default CDN.
+    """
+    from importlib import metadata
+
+    try:
+        files = metadata.files(distribution) or []
+    except metadata.PackageNotFoundError:
+        return None
+    bundle = next((f for f in files if str(f).endswith("/es5/tex-chtml.js")), None)
+    if bundle is None:
+        return None
+    es5 = Path(bundle.locate()).parent
+    target = Path(folder) / "mathjax"
+    if target.exists():
+        shutil.rmtree(target)
+    for part in MATHJAX_PARTS:
+        source = es5 / part
+        where = target / source.resolve().relative_to(es5.parent if part.startswith("..") else es5)
+        where.parent.mkdir(parents=True, exist_ok=True)
+        if source.is_dir():
+            shutil.copytree(source, where)
+        else:
+            shutil.copyfile(source, where)
+    return Path(folder)
 
 
 def build(out=DEFAULT_OUT, root=ROOT, python=sys.executable):
@@ -153,6 +256,11 @@ def build(out=DEFAULT_OUT, root=ROOT, python=sys.executable):
     env = dict(os.environ, MPLBACKEND="module://matplotlib_inline.backend_inline",
                PYTHONPATH=os.pathsep.join(filter(None, [str(root), os.environ.get("PYTHONPATH")])))
     env.pop(run_cache.ENV, None)   # the website trains for real, even inside a test run: lesson 09 prints how long
+    mathjax = stage_mathjax(out / "static")
+    if mathjax is not None:
+        env[MATHJAX_ENV] = str(mathjax)
+    else:
+        env.pop(MATHJAX_ENV, None)
     command = [python, "-m", "sphinx", "-b", "html", "-c", str(CONF_DIR), "-W", "--keep-going", "-T",
                "-q", "-d", str(out / "doctrees"), str(out / "source"), str(html)]
     result = subprocess.run(command, cwd=root, env=env, capture_output=True, text=True)

@@ -10,9 +10,11 @@ Entry points: ``train(task, *, num_heads=1, d_model=32, scale=True, steps=None, 
 """
 
 from ... import run_cache
+from ...threads import on_one_thread
 from . import training
 from .training import evaluate, fit
 
-train = run_cache.shared(training.train)   # tests only: computed once per test run (helpers/run_cache.py)
+# tests only: computed once per test run (helpers/run_cache.py)
+train = run_cache.shared(on_one_thread(training.train))
 
 __all__ = ["evaluate", "fit", "train"]

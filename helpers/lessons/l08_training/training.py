@@ -10,6 +10,7 @@ import functools
 import numpy as np
 
 from ... import reference
+from ...threads import blas_threads
 from . import corpus as corpus_module
 from . import model
 
@@ -75,15 +76,16 @@ def fit(params, loss_and_grads, next_batch, steps, d_model):
     m = {path: np.zeros_like(_at(params, path)) for path in paths}   # Adam's running averages,
     v = {path: np.zeros_like(_at(params, path)) for path in paths}   #   one pair per parameter
     losses = []
-    for step in range(1, steps + 1):
-        loss, grads = loss_and_grads(params, next_batch())
-        lr = learning_rate(step, steps, d_model)
-        for path in paths:
-            home, name = _at(params, path[:-1]), path[-1]
-            home[name], m[path], v[path] = reference.adam_step(home[name], _at(grads, path),
-                                                               m[path], v[path], step, lr)
-            home[name] *= 1 - lr * WEIGHT_DECAY               # weight decay (as AdamW)
-        losses.append(loss)
+    with blas_threads():      # small matrices: one BLAS thread is fastest, busy machine or not
+        for step in range(1, steps + 1):
+            loss, grads = loss_and_grads(params, next_batch())
+            lr = learning_rate(step, steps, d_model)
+            for path in paths:
+                home, name = _at(params, path[:-1]), path[-1]
+                home[name], m[path], v[path] = reference.adam_step(home[name], _at(grads, path),
+                                                                   m[path], v[path], step, lr)
+                home[name] *= 1 - lr * WEIGHT_DECAY           # weight decay (as AdamW)
+            losses.append(loss)
     return np.array(losses)
 
 
