@@ -110,7 +110,7 @@ def lesson10():
     for L in (1, 2):
         r = l10_two_layers.train("induction", num_layers=L)
         line(f"l10 train('induction', num_layers={L})", r)
-        print(f"l10 ablate(induction L={L}, 1, nouns)  {ablate(r, 1, 'nouns')!r}", flush=True)
+        print(f"l10 ablate(induction L={L}, 1, source)  {ablate(r, 1, 'source')!r}", flush=True)
 
 
 if __name__ == "__main__":

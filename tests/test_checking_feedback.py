@@ -125,7 +125,7 @@ def test_float32_that_only_rounding_separates_is_told_dtype_when_not_accepted():
     expected = np.array([2.91540001234, 1.0])
     got = (expected + np.array([2e-5, 0.0])).astype(np.float32)   # off by 7e-6 relative
     message = difference(got, expected, "scores", 1e-6, 1e-9, float32_ok=False)
-    assert "float32" in message and "dtype" in message
+    assert "scores is float32, but it should be float64" in message and "conversion to float32" in message
 
 
 def test_float32_that_is_really_wrong_gets_the_value_message():

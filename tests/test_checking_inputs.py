@@ -80,3 +80,53 @@ def test_a_stub_that_always_raises_is_not_attempted(name):
 
     report = evaluate(EXERCISES[name], stub)
     assert report.not_attempted and not report.failures
+
+
+# ------------------------------------------------------------ inputs inside dicts
+def _dict_exercise():
+    from helpers.checking import Case, Exercise
+    return Exercise(name="grow", lesson="00", outputs=("grown",),
+                    reference=lambda cache, x: {"K": np.concatenate([cache["K"], x[None]])},
+                    make_cases=lambda rng, hidden: [Case(({"K": np.ones((2, 3))}, np.arange(3.0)))])
+
+
+def _assigns_into_the_dict(cache, x):
+    cache["K"] = np.concatenate([cache["K"], x[None]])     # right values, written into the caller's dict
+    return cache
+
+
+def _writes_into_an_array_in_the_dict(cache, x):
+    grown = {"K": np.concatenate([cache["K"], x[None]])}
+    cache["K"][0] = 0.0
+    return grown
+
+
+def _adds_a_key(cache, x):
+    cache["count"] = 1
+    return {"K": np.concatenate([cache["K"], x[None]])}
+
+
+@pytest.mark.parametrize("fn", [_assigns_into_the_dict, _writes_into_an_array_in_the_dict, _adds_a_key])
+def test_a_dict_argument_changed_in_place_fails_naming_it(fn):
+    report = evaluate(_dict_exercise(), fn)
+    assert not report.ok
+    assert "changed its input cache in place" in report.failures[0]
+    assert "caller's dict" in report.failures[0]
+
+
+def test_a_dict_argument_left_alone_passes():
+    def copies(cache, x):
+        return {**cache, "K": np.concatenate([cache["K"], x[None]])}
+
+    assert evaluate(_dict_exercise(), copies).ok
+
+
+def test_the_decode_step_writing_into_the_callers_cache_is_caught():
+    def decode_updates_cache(x, cache, W_q, W_k, W_v, W_o, num_heads, num_kv_heads=None, window=None):
+        from helpers.reference import attention_decode_step
+        out, new = attention_decode_step(x, cache, W_q, W_k, W_v, W_o, num_heads, num_kv_heads, window)
+        cache["K"], cache["V"] = new["K"], new["V"]
+        return out, cache
+
+    report = evaluate(EXERCISES["attention_decode_step"], decode_updates_cache, stop_at_first_failure=True)
+    assert not report.ok and "cache" in report.failures[0] and "changed" in report.failures[0]

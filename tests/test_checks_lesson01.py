@@ -21,7 +21,7 @@ WRONG = {
     "only Q": (lambda X, W_q, W_k, W_v: X @ W_q, "should return a tuple of 3 values"),
     "elementwise": (lambda X, W_q, W_k, W_v: (X * W_q, X * W_k, X * W_v), "raised ValueError"),
     "scaled": (lambda X, W_q, W_k, W_v: (2 * X @ W_q, X @ W_k, X @ W_v),
-               "Q has the right shape but wrong values"),
+               "Q is off by a constant factor: every entry is 2 times the expected one"),
     "nested lists": (lambda X, W_q, W_k, W_v: tuple((X @ W).tolist() for W in (W_q, W_k, W_v)),
                      "Q is a list, not a NumPy array"),
     "X centred in place": (lambda X, W_q, W_k, W_v: (lambda Xc: (Xc @ W_q, Xc @ W_k, Xc @ W_v))(

@@ -59,6 +59,9 @@ SOFTMAX_WRONG = {
             np.exp(x.__isub__(x.max(axis=axis, keepdims=True)))),
         "changed its input x in place"),
     "nested lists": (lambda x, axis=-1: reference.softmax(x, axis).tolist(), "not a NumPy array"),
+    "axis=None as the default (NumPy's)": (
+        lambda x, axis=None: (lambda e: e / np.sum(e, axis=axis, keepdims=True))(
+            np.exp(x - np.max(x, axis=axis, keepdims=True))), "normalised over the whole array"),
 }
 
 
@@ -113,6 +116,9 @@ MASK_WRONG = {
     "additive 0 / -inf": (lambda n: np.where(np.tril(np.ones((n, n), dtype=bool)), 0.0, -np.inf),
                           "additive mask"),
     "additive 0 / -1e9": (lambda n: np.triu(np.full((n, n), -1e9), k=1), "additive mask"),
+    "additive 0 / -1e10": (lambda n: np.triu(np.full((n, n), -1e10), k=1), "is an additive mask"),
+    "additive 0 / float min": (lambda n: np.triu(np.full((n, n), np.finfo(float).min), k=1),
+                               "is an additive mask"),
 }
 
 
@@ -221,7 +227,16 @@ def attention(Q, K, V, mask=None, *, scale=True, fill=-np.inf, after=False, reno
     return (w, out) if swap else (out, w)
 
 
+def attention_causal_anyway(Q, K, V, mask=None):
+    """Masks causally when no mask is given (a decoder's attention, reused)."""
+    if mask is None:
+        mask = np.arange(K.shape[0])[None, :] <= np.arange(Q.shape[0])[:, None] + K.shape[0] - Q.shape[0]
+    return attention(Q, K, V, mask)
+
+
 ATTENTION_WRONG = {
+    "a causal mask when none is given": (attention_causal_anyway,
+                                         "a causal mask was applied although none was given"),
     "no scaling": (lambda Q, K, V, mask=None: attention(Q, K, V, mask, scale=False), "not scaled"),
     "divided by d_k": (lambda Q, K, V, mask=None: attention(Q, K, V, mask, scale=Q.shape[1]),
                        "by d_k instead of sqrt(d_k)"),

@@ -53,6 +53,8 @@ MERGE_WRONG = {
     "interleaved columns": (
         lambda H: np.stack([H[:, i, :].T.ravel() for i in range(H.shape[1])]), "interleaved"),
     "no return": (lambda H: None, "is None"),
+    "(d_model, n): one column per token": (
+        lambda H: np.concatenate(list(H), axis=1).T, "is the transpose of the expected array"),
 }
 
 MERGE_RIGHT = {
@@ -184,6 +186,12 @@ MHA_WRONG = {
         "both when splitting and when merging"),
     "mask ignored": (lambda *a, mask=None: mha_loop(*a, mask, use_mask=False), "mask was ignored"),
     "W_o transposed": (lambda *a, mask=None: mha_loop(*a, mask, W_o_T=True), "W_o was used transposed"),
+    "PyTorch's mask convention (True = blocked)": (
+        lambda *a, mask=None: mha_loop(*a, None if mask is None else ~mask), "the mask is inverted"),
+    "a causal mask when none is given": (
+        lambda *a, mask=None: mha_loop(*a, np.tril(np.ones((len(a[0]), len(a[0])), dtype=bool))
+                                       if mask is None else mask),
+        "a causal mask was applied although none was given"),
 }
 
 

@@ -48,12 +48,13 @@ SOFTMAX_WRONG = {
     "no keepdims": (lambda y, dy, axis=-1: y * (dy - np.sum(y * dy, axis=axis)), "missing keepdims"),
     "sum over everything": (lambda y, dy, axis=-1: y * (dy - np.sum(y * dy)),
                             "the sum runs over the whole array"),
+    "Jacobian per slice (right values, but the exercise forbids it)":
+        (jacobian_rows, "without building the Jacobian"),
 }
 
 SOFTMAX_RIGHT = {
     "the formula": lambda y, dy, axis=-1: y * (dy - np.sum(dy * y, axis=axis, keepdims=True)),
     "expanded": lambda y, dy, axis=-1: y * dy - y * np.sum(y * dy, axis=axis, keepdims=True),
-    "Jacobian per slice": jacobian_rows,
     "einsum on moved axes": lambda y, dy, axis=-1: np.moveaxis(
         np.moveaxis(y, axis, -1) * (np.moveaxis(dy, axis, -1) - np.einsum(
             "...i,...i->...", np.moveaxis(y, axis, -1), np.moveaxis(dy, axis, -1))[..., None]),

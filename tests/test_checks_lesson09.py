@@ -14,6 +14,7 @@ import numpy as np
 import pytest
 
 from helpers import reference
+from helpers.checking import evaluate
 from helpers.exercises import EXERCISES, LESSONS, lesson09
 
 
@@ -83,6 +84,33 @@ def pe_default_base(n, d_model, base=10000.0):
     return pe_exp_log(n, d_model)
 
 
+def pe_four_i(n, d_model, base=10000.0):
+    two_i = 2 * np.arange(0, d_model, 2)                       # the column index, doubled again
+    angles = np.arange(n)[:, None] / base ** (two_i / d_model)
+    PE = np.zeros((n, d_model))
+    PE[:, 0::2], PE[:, 1::2] = np.sin(angles), np.cos(angles)
+    return PE
+
+
+def pe_int_table(n, d_model, base=10000.0):
+    PE = np.zeros((n, d_model), dtype=int)                     # assignments are cut to whole numbers
+    angles = np.arange(n)[:, None] * base ** (-np.arange(0, d_model, 2) / d_model)
+    PE[:, 0::2], PE[:, 1::2] = np.sin(angles), np.cos(angles)
+    return PE
+
+
+def pe_float32(n, d_model, base=10000.0):
+    PE = np.zeros((n, d_model), dtype=np.float32)
+    angles = np.arange(n)[:, None] * base ** (-np.arange(0, d_model, 2) / d_model)
+    PE[:, 0::2], PE[:, 1::2] = np.sin(angles), np.cos(angles)
+    return PE
+
+
+def pe_float32_halves(n, d_model, base=10000.0):
+    angles = np.arange(n)[:, None] * base ** (-np.arange(0, d_model, 2) / d_model)
+    return np.concatenate([np.sin(angles), np.cos(angles)], axis=1).astype(np.float32)
+
+
 PE_RIGHT = {"loops with math": pe_loops, "exp-log form": pe_exp_log, "stack and reshape": pe_stack,
             "the lesson's own": reference.sinusoidal_encoding}
 PE_WRONG = {
@@ -92,6 +120,10 @@ PE_WRONG = {
     "positions from 1": (pe_from_one, "the positions are counted from 1"),
     "sines then cosines": (pe_concatenated, "split halves"),
     "base ignored": (pe_default_base, "base is ignored"),
+    "4i/d instead of 2i/d": (pe_four_i, "the exponent is 4i/d_model"),
+    "an integer table": (pe_int_table, "integer dtype"),
+    "a float32 table": (pe_float32, "PE is float32: its values are right"),
+    "float32 sines then cosines": (pe_float32_halves, "split halves"),
 }
 
 
@@ -166,6 +198,22 @@ def rope_plus_one(x, positions, base=10000.0):
     return rope_complex(x, np.asarray(positions) + 1, base)
 
 
+def rope_four_i(x, positions, base=10000.0):
+    d = x.shape[-1]
+    theta = np.asarray(positions)[:, None] / base ** (2 * np.arange(0, d, 2) / d)   # 2 * 2i
+    z = (x[..., 0::2] + 1j * x[..., 1::2]) * np.exp(1j * theta)
+    return np.stack([z.real, z.imag], axis=-1).reshape(x.shape)
+
+
+def rope_cos_sin_swapped(x, positions, base=10000.0):
+    d = x.shape[-1]
+    t = np.asarray(positions)[:, None] * base ** (-np.arange(0, d, 2) / d)
+    out = np.empty_like(x)
+    out[..., 0::2] = x[..., 0::2] * np.sin(t) - x[..., 1::2] * np.cos(t)
+    out[..., 1::2] = x[..., 0::2] * np.cos(t) + x[..., 1::2] * np.sin(t)
+    return out
+
+
 ROPE_RIGHT = {"complex numbers": rope_complex, "rotation matrices in loops": rope_matrices,
               "rotate every two": rope_rotate_half, "the lesson's own": reference.rope}
 ROPE_WRONG = {
@@ -175,13 +223,18 @@ ROPE_WRONG = {
     "positions ignored": (rope_arange, "the positions given are ignored"),
     "second coordinate from the new first": (rope_in_place, "already rotated"),
     "positions + 1": (rope_plus_one, "counted from 1"),
+    "4i/d instead of 2i/d": (rope_four_i, "the exponent is 4i/d"),
+    "cos and sin swapped in the rotation": (rope_cos_sin_swapped, "cos and sin are swapped inside"),
 }
 
 
 # ------------------------------------------------------------------ rotary_attention
 def softmax_rows(S):
-    e = np.exp(S - S.max(axis=-1, keepdims=True))
-    return e / e.sum(axis=-1, keepdims=True)
+    """Row-wise softmax; a row with every score -inf (fully masked) gets weights 0, as lesson 03's."""
+    top = S.max(axis=-1, keepdims=True)
+    e = np.exp(S - np.where(np.isfinite(top), top, 0))
+    total = e.sum(axis=-1, keepdims=True)
+    return np.divide(e, total, out=np.zeros_like(e), where=total > 0)
 
 
 def rotary_by_hand(Q, K, V, positions, mask=None):
@@ -213,12 +266,24 @@ def rotary_none(Q, K, V, positions, mask=None):
     return reference.scaled_dot_product_attention(Q, K, V, mask)
 
 
+def rotary_own_positions(Q, K, V, positions, mask=None):
+    rows = np.arange(Q.shape[-2])                              # 0..n-1, whatever was given
+    return reference.scaled_dot_product_attention(rope_complex(Q, rows), rope_complex(K, rows), V, mask)
+
+
+def rotary_mask_dropped(Q, K, V, positions, mask=None):
+    Q, K = reference.rope(Q, positions), reference.rope(K, positions)
+    return reference.scaled_dot_product_attention(Q, K, V)
+
+
 ROTARY_RIGHT = {"by hand": rotary_by_hand, "composed": rotary_reference_parts,
                 "the lesson's own": reference.rotary_attention}
 ROTARY_WRONG = {
     "V rotated too": (rotary_v_too, "V was rotated too"),
     "only Q rotated": (rotary_q_only, "only Q was rotated"),
     "nothing rotated": (rotary_none, "nothing was rotated"),
+    "positions ignored (0..n-1)": (rotary_own_positions, "the positions given are ignored"),
+    "mask not passed on": (rotary_mask_dropped, "the mask was not passed on"),
 }
 
 
@@ -261,6 +326,14 @@ def backward_minus(d_out, positions, base=10000.0):
     return -rope_complex(d_out, positions, base)
 
 
+def backward_base_dropped(d_out, positions, base=10000.0):
+    return reference.rope(d_out, -np.asarray(positions))       # base not handed on
+
+
+def backward_negates_a_list(d_out, positions, base=10000.0):
+    return reference.rope(d_out, -positions, base)              # fine for arrays, not for lists
+
+
 BACKWARD_RIGHT = {"negated positions": backward_negated, "complex conjugate": backward_conjugate,
                   "transposed matrices": backward_transposed_matrices,
                   "the lesson's own": reference.rope_backward}
@@ -268,6 +341,8 @@ BACKWARD_WRONG = {
     "the forward rotation again": (backward_forward_again, "this is the forward rotation again"),
     "not rotated": (backward_identity, "d_out is returned unrotated"),
     "minus the forward": (backward_minus, "the whole gradient has the wrong sign"),
+    "base not passed on": (backward_base_dropped, "base was not passed on"),
+    "-positions of a list": (backward_negates_a_list, "positions as a list"),
 }
 
 
@@ -298,3 +373,42 @@ def test_every_rope_case_has_even_d(hidden):
 def test_the_first_sinusoidal_case_has_at_least_two_pairs(hidden):
     # With one pair (d_model = 2) the interleaved and split-halves layouts are the same.
     assert EXERCISES["sinusoidal_encoding"].cases(hidden)[0].args[1] >= 4
+
+
+@pytest.mark.parametrize("hidden", [False, True], ids=["visible", "hidden"])
+def test_rotary_attention_cases_include_positions_with_gaps(hidden):
+    # Only gaps tell "rows numbered 0..n-1" from the given positions: RoPE sees offsets only.
+    cases = EXERCISES["rotary_attention"].cases(hidden)
+    assert any(len(set(np.diff(np.asarray(c.args[3])))) > 1 for c in cases)
+
+
+@pytest.mark.parametrize("exercise", ["rope", "rotary_attention", "rope_backward"])
+@pytest.mark.parametrize("hidden", [False, True], ids=["visible", "hidden"])
+def test_positions_come_as_a_list_a_tuple_and_negative(exercise, hidden):
+    index = 3 if exercise == "rotary_attention" else 1
+    given = [c.args[index] for c in EXERCISES[exercise].cases(hidden)]
+    assert any(isinstance(p, list) for p in given) and any(isinstance(p, tuple) for p in given)
+    assert any(min(p) < 0 for p in given if len(p))
+
+
+@pytest.mark.parametrize("exercise", ["rope", "rotary_attention", "rope_backward"])
+def test_hidden_cases_have_a_longer_sequence_than_any_visible_one(exercise):
+    rows = lambda hidden: max(c.args[0].shape[-2] for c in EXERCISES[exercise].cases(hidden))
+    assert rows(True) > rows(False)
+
+
+def test_rotary_attention_has_a_fully_masked_row_case():
+    masks = [c.kwargs["mask"] for c in EXERCISES["rotary_attention"].cases() if "mask" in c.kwargs]
+    assert any((~np.asarray(m)).all(axis=-1).any() for m in masks)
+
+
+def rope_float32(x, positions, base=10000.0):
+    return rope_complex(x, positions, base).astype(np.float32)
+
+
+@pytest.mark.parametrize("seed", range(50))
+def test_a_float32_rope_gets_the_same_dtype_verdict_on_every_grading_seed(seed):
+    # One verdict per function: a float32 rope is refused, for its dtype, on every draw.
+    report = evaluate(EXERCISES["rope"], rope_float32, EXERCISES["rope"].cases(True, seed=seed))
+    assert report.passed == 0
+    assert all("float32" in failure for failure in report.failures)

@@ -1,4 +1,4 @@
-"""The lesson 10 checks (residual_attention_backward, ablated_stack).
+"""The lesson 10 checks (residual_attention_backward, ablated_stack, patched_stack).
 
 Wrong versions are written here the way a learner might write them (loops over
 sentences, a 0/1 vector multiplied in, np.where, copies of the stream), independently of
@@ -89,18 +89,18 @@ def stack_right(X, layers, num_heads, layer, positions, mask=None):
     keep = np.ones(X.shape[:2])
     for b, where in enumerate(positions):
         keep[b, where] = 0.0
-    for l, (W_q, W_k, W_v, W_o) in enumerate(layers, start=1):
+    for number, (W_q, W_k, W_v, W_o) in enumerate(layers, start=1):
         out, weights = multi_head_attention(X, W_q, W_k, W_v, W_o, num_heads, mask)
-        X = X + (out * keep[:, :, None] if l == layer else out)
+        X = X + (out * keep[:, :, None] if number == layer else out)
     return X, weights
 
 
 def stack_copy_back(X, layers, num_heads, layer, positions, mask=None):
     """Runs the layer in full, then copies the old stream back at the positions (right)."""
-    for l, matrices in enumerate(layers, start=1):
+    for number, matrices in enumerate(layers, start=1):
         out, weights = multi_head_attention(X, *matrices, num_heads, mask)
         new = X + out
-        if l == layer:
+        if number == layer:
             for b in range(len(X)):
                 new[b, positions[b]] = X[b, positions[b]]
         X = new
@@ -132,10 +132,10 @@ def stack_from_zero(X, layers, num_heads, layer, positions, mask=None):
 
 
 def stack_zero_stream(X, layers, num_heads, layer, positions, mask=None):
-    for l, matrices in enumerate(layers, start=1):
+    for number, matrices in enumerate(layers, start=1):
         out, weights = multi_head_attention(X, *matrices, num_heads, mask)
         X = X + out
-        if l == layer:
+        if number == layer:
             X = X.copy()
             for b in range(len(X)):
                 X[b, positions[b]] = 0.0                  # zeroes the stream, not the update
@@ -143,17 +143,17 @@ def stack_zero_stream(X, layers, num_heads, layer, positions, mask=None):
 
 
 def stack_all_positions(X, layers, num_heads, layer, positions, mask=None):
-    for l, matrices in enumerate(layers, start=1):
+    for number, matrices in enumerate(layers, start=1):
         out, weights = multi_head_attention(X, *matrices, num_heads, mask)
-        if l != layer:                                    # skips the whole layer
+        if number != layer:                                    # skips the whole layer
             X = X + out
     return X, weights
 
 
 def stack_first_sentence(X, layers, num_heads, layer, positions, mask=None):
-    for l, matrices in enumerate(layers, start=1):
+    for number, matrices in enumerate(layers, start=1):
         out, weights = multi_head_attention(X, *matrices, num_heads, mask)
-        if l == layer:
+        if number == layer:
             out = out.copy()
             out[:, positions[0]] = 0.0                    # sentence 0's positions for all
         X = X + out
@@ -163,9 +163,9 @@ def stack_first_sentence(X, layers, num_heads, layer, positions, mask=None):
 def stack_no_residual(X, layers, num_heads, layer, positions, mask=None):
     keep = np.ones(X.shape[:2])
     np.put_along_axis(keep, positions, 0.0, axis=1)
-    for l, matrices in enumerate(layers, start=1):
+    for number, matrices in enumerate(layers, start=1):
         out, weights = multi_head_attention(X, *matrices, num_heads, mask)
-        X = out * keep[..., None] if l == layer else out
+        X = out * keep[..., None] if number == layer else out
     return X, weights
 
 
@@ -182,15 +182,52 @@ def stack_ablated_weights(X, layers, num_heads, layer, positions, mask=None):
     keep = np.ones(X.shape[:2])
     np.put_along_axis(keep, positions, 0.0, axis=1)
     saved = None
-    for l, matrices in enumerate(layers, start=1):
+    for number, matrices in enumerate(layers, start=1):
         out, weights = multi_head_attention(X, *matrices, num_heads, mask)
-        if l == layer:
+        if number == layer:
             out, saved = out * keep[..., None], weights
         X = X + out
     return X, saved
 
 
+def stack_every_sentences_positions(X, layers, num_heads, layer, positions, mask=None):
+    keep = np.ones(X.shape[:2])
+    keep[:, positions] = 0                                # every sentence's positions, in all
+    for number, matrices in enumerate(layers, start=1):
+        out, weights = multi_head_attention(X, *matrices, num_heads, mask)
+        X = X + (out * keep[..., None] if number == layer else out)
+    return X, weights
+
+
+def stack_without_mask(X, layers, num_heads, layer, positions, mask=None):
+    return stack_right(X, layers, num_heads, layer, positions)
+
+
+def stack_input_zeroed(X, layers, num_heads, layer, positions, mask=None):
+    for number, matrices in enumerate(layers, start=1):
+        if number == layer:
+            X = X.copy()
+            for b in range(len(X)):
+                X[b, positions[b]] = 0.0                  # zeroes what the layer reads there
+        out, weights = multi_head_attention(X, *matrices, num_heads, mask)
+        X = X + out
+    return X, weights
+
+
+def stack_first_position_only(X, layers, num_heads, layer, positions, mask=None):
+    keep = np.ones(X.shape[:2])
+    keep[np.arange(len(X)), positions[:, 0]] = 0          # one token per sentence
+    for number, matrices in enumerate(layers, start=1):
+        out, weights = multi_head_attention(X, *matrices, num_heads, mask)
+        X = X + (out * keep[..., None] if number == layer else out)
+    return X, weights
+
+
 STACK_WRONG = {
+    "the input zeroed": (stack_input_zeroed, "the layer's *input* was zeroed"),
+    "positions[b, 0] only": (stack_first_position_only, "only the first position of each sentence"),
+    "keep[:, positions] = 0": (stack_every_sentences_positions, "at *all* sentences' positions"),
+    "mask dropped": (stack_without_mask, "the mask was ignored"),
     "layers[layer]": (stack_from_zero, "one layer too late"),
     "stream zeroed": (stack_zero_stream, "the whole residual stream was zeroed"),
     "layer skipped everywhere": (stack_all_positions, "the update was removed at every position"),
@@ -204,8 +241,116 @@ STACK_RIGHT = {"0/1 vector": stack_right, "copy the old stream back": stack_copy
                "np.where, layers from 0": stack_where}
 
 
-WRONG_BY_EXERCISE = {"residual_attention_backward": RESIDUAL_WRONG, "ablated_stack": STACK_WRONG}
-RIGHT_BY_EXERCISE = {"residual_attention_backward": RESIDUAL_RIGHT, "ablated_stack": STACK_RIGHT}
+# ---------------------------------------------------------------- patched_stack
+def updates_of(X, layers, num_heads, mask=None):
+    """Every layer's update in a plain run of X, layer 1 first."""
+    found = []
+    for matrices in layers:
+        out, _ = multi_head_attention(X, *matrices, num_heads, mask)
+        found.append(out)
+        X = X + out
+    return found
+
+
+def patch_right(X, X_source, layers, num_heads, layer, positions, mask=None):
+    """The source's updates first, then a loop over sentences copying them in (right)."""
+    lent = updates_of(X_source, layers, num_heads, mask)[layer - 1]
+    return patch_with(X, lent, layers, num_heads, layer, positions, mask)
+
+
+def patch_stream_difference(X, X_source, layers, num_heads, layer, positions, mask=None):
+    """Keeps the source's streams and takes the update as a difference of two (right)."""
+    S = X_source
+    for matrices in layers[:layer]:
+        before, S = S, S + multi_head_attention(S, *matrices, num_heads, mask)[0]
+    chosen = np.zeros(X.shape[:2], dtype=bool)
+    np.put_along_axis(chosen, positions, True, axis=1)
+    for i, matrices in enumerate(layers):
+        out, weights = multi_head_attention(X, *matrices, num_heads, mask)
+        X = X + (np.where(chosen[..., None], S - before, out) if i == layer - 1 else out)
+    return X, weights
+
+
+def patch_own_update(X, X_source, layers, num_heads, layer, positions, mask=None):
+    lent = updates_of(X, layers, num_heads, mask)[layer - 1]       # from X, not X_source
+    return patch_with(X, lent, layers, num_heads, layer, positions, mask)
+
+
+def patch_with(X, lent, layers, num_heads, layer, positions, mask=None, residual=True):
+    for number, matrices in enumerate(layers, start=1):
+        out, weights = multi_head_attention(X, *matrices, num_heads, mask)
+        if number == layer:
+            out = out.copy()
+            for b in range(len(X)):
+                out[b, positions[b]] = lent[b, positions[b]]
+        X = X + out if residual else out
+    return X, weights
+
+
+def patch_zero(X, X_source, layers, num_heads, layer, positions, mask=None):
+    return patch_with(X, np.zeros_like(X), layers, num_heads, layer, positions, mask)
+
+
+def patch_source_embeddings(X, X_source, layers, num_heads, layer, positions, mask=None):
+    lent = multi_head_attention(X_source, *layers[layer - 1], num_heads, mask)[0]   # skips layers below
+    return patch_with(X, lent, layers, num_heads, layer, positions, mask)
+
+
+def patch_swapped(X, X_source, layers, num_heads, layer, positions, mask=None):
+    return patch_right(X_source, X, layers, num_heads, layer, positions, mask)
+
+
+def patch_source_stream(X, X_source, layers, num_heads, layer, positions, mask=None):
+    S = X_source
+    for matrices in layers[:layer]:
+        S = S + multi_head_attention(S, *matrices, num_heads, mask)[0]
+    for number, matrices in enumerate(layers, start=1):
+        out, weights = multi_head_attention(X, *matrices, num_heads, mask)
+        X = X + out
+        if number == layer:
+            X = X.copy()
+            for b in range(len(X)):
+                X[b, positions[b]] = S[b, positions[b]]            # the source's stream
+    return X, weights
+
+
+def patch_layer_from_zero(X, X_source, layers, num_heads, layer, positions, mask=None):
+    found = updates_of(X_source, layers, num_heads, mask)
+    if layer >= len(layers):
+        return patch_with(X, X, layers, num_heads, len(layers) + 1, positions, mask)
+    return patch_with(X, found[layer], layers, num_heads, layer + 1, positions, mask)
+
+
+def patch_no_residual(X, X_source, layers, num_heads, layer, positions, mask=None):
+    S = X_source
+    for matrices in layers[:layer]:
+        S = multi_head_attention(S, *matrices, num_heads, mask)[0]
+    return patch_with(X, S, layers, num_heads, layer, positions, mask, residual=False)
+
+
+def patch_source_sentence_0(X, X_source, layers, num_heads, layer, positions, mask=None):
+    return patch_right(X, np.repeat(X_source[:1], len(X), axis=0), layers, num_heads, layer,
+                       positions, mask)
+
+
+PATCH_WRONG = {
+    "the update from X's own run": (patch_own_update, "nothing was patched"),
+    "zeroed instead": (patch_zero, "the update was removed (set to 0)"),
+    "the source's stream": (patch_source_stream, "the source's whole stream was copied in"),
+    "layer run on X_source's embeddings": (patch_source_embeddings, "by running layer `layer` on X_source"),
+    "runs swapped": (patch_swapped, "the two runs are swapped"),
+    "layers[layer]": (patch_layer_from_zero, "one layer too late"),
+    "no residual": (patch_no_residual, "the residual connection is missing"),
+    "from source sentence 0": (patch_source_sentence_0, "from source sentence 0"),
+}
+
+PATCH_RIGHT = {"a loop over sentences": patch_right, "a difference of two streams": patch_stream_difference}
+
+
+WRONG_BY_EXERCISE = {"residual_attention_backward": RESIDUAL_WRONG, "ablated_stack": STACK_WRONG,
+                     "patched_stack": PATCH_WRONG}
+RIGHT_BY_EXERCISE = {"residual_attention_backward": RESIDUAL_RIGHT, "ablated_stack": STACK_RIGHT,
+                     "patched_stack": PATCH_RIGHT}
 
 
 # ---------------------------------------------------------------- lesson-specific

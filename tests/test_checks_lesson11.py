@@ -1,4 +1,5 @@
-"""The lesson 11 checks (grouped_query_attention, sliding_window_mask, attention_decode_step).
+"""The lesson 11 checks (grouped_query_attention, sliding_window_mask, attention_decode_step,
+key_padding_mask).
 
 Wrong versions are written here the way a learner might write them (np.tile, loops over
 heads, comparisons, slicing the cache), independently of the mistake catalogue in
@@ -11,7 +12,8 @@ import numpy as np
 import pytest
 
 from helpers import reference
-from helpers.exercises import EXERCISES
+from helpers.checking.compare import difference
+from helpers.exercises import EXERCISES, lesson11
 
 
 def _softmax(S):
@@ -73,6 +75,17 @@ def gqa_groups_axis(X, W_q, W_k, W_v, W_o, num_heads, num_kv_heads, mask=None):
     return out @ W_o, A.reshape(num_heads, n, n)
 
 
+def gqa_reshape_without_transpose(X, W_q, W_k, W_v, W_o, num_heads, num_kv_heads, mask=None):
+    """Lesson 04's trap: (n, width) reshaped straight to (heads, n, d_head), and back."""
+    n, d_model = X.shape
+    group = num_heads // num_kv_heads
+    Q = (X @ W_q).reshape(num_heads, n, -1)
+    K = np.repeat((X @ W_k).reshape(num_kv_heads, n, -1), group, axis=0)
+    V = np.repeat((X @ W_v).reshape(num_kv_heads, n, -1), group, axis=0)
+    out, A = reference.scaled_dot_product_attention(Q, K, V, mask)
+    return out.reshape(n, d_model) @ W_o, A
+
+
 GQA_WRONG = {
     "np.tile instead of np.repeat": (lambda *a, mask=None: gqa_repeat(*a, mask, tile=True),
                                      "i % num_kv_heads"),
@@ -86,6 +99,8 @@ GQA_WRONG = {
         lambda *a, mask=None: (gqa_loop(*a, mask)[0],
                                gqa_loop(*a, mask)[1].reshape(a[-1], -1, len(a[0]), len(a[0])).mean(1)),
         "one map per QUERY head"),
+    "reshape without a transpose (lesson 04's trap)": (gqa_reshape_without_transpose,
+                                                        "split with a reshape and no transpose"),
 }
 
 GQA_RIGHT = {
@@ -120,20 +135,31 @@ WINDOW_WRONG = {
                         "the token itself is left out"),
     "ints, not booleans": (lambda n, window: reference.sliding_window_mask(n, window).astype(int),
                            "return a boolean array"),
+    "True = blocked (PyTorch's convention)": (
+        lambda n, window: (_ij(n)[0] < _ij(n)[1]) | (_ij(n)[0] - _ij(n)[1] >= window),
+        "the mask is inverted"),
+    "an additive mask of -inf": (
+        lambda n, window: np.where((_ij(n)[0] >= _ij(n)[1]) & (_ij(n)[0] - _ij(n)[1] < window), 0.0, -np.inf),
+        "this is an additive mask"),
+    "an additive mask of -1e9": (
+        lambda n, window: -1e9 * ~((_ij(n)[0] >= _ij(n)[1]) & (_ij(n)[0] - _ij(n)[1] < window)),
+        "this is an additive mask"),
 }
 
 WINDOW_RIGHT = {
-    "tril minus tril": lambda n, window: np.tril(np.ones((n, n), bool)) & ~np.tril(np.ones((n, n), bool), -window),
+    "tril minus tril":
+        lambda n, window: np.tril(np.ones((n, n), bool)) & ~np.tril(np.ones((n, n), bool), -window),
     "comparisons": lambda n, window: (_ij(n)[0] >= _ij(n)[1]) & (_ij(n)[0] - _ij(n)[1] < window),
     "loops": lambda n, window: np.array([[0 <= i - j < window for j in range(n)] for i in range(n)]),
-    "causal mask and a band": lambda n, window: reference.causal_mask(n) & np.triu(np.ones((n, n), bool), 1 - window),
+    "causal mask and a band":
+        lambda n, window: reference.causal_mask(n) & np.triu(np.ones((n, n), bool), 1 - window),
 }
 
 
 # ------------------------------------------------------------ attention_decode_step
 def decode(x, cache, W_q, W_k, W_v, W_o, num_heads, num_kv_heads=None, window=None, *,
            attend_first=False, scale="head", tile=False, trim="after", use_W_o=True,
-           in_place=False):
+           in_place=False, new_first=False, ring=False):
     """The decode step as a learner writes it, with switches for the usual slips."""
     g = num_heads if num_kv_heads is None else num_kv_heads
     d_model = len(x)
@@ -142,12 +168,21 @@ def decode(x, cache, W_q, W_k, W_v, W_o, num_heads, num_kv_heads=None, window=No
     k = (x @ W_k).reshape(g, 1, d_head)
     v = (x @ W_v).reshape(g, 1, d_head)
     K, V = cache["K"], cache["V"]
+    t = K.shape[1]
     if window is not None and trim == "before":
         K, V = K[:, -window:], V[:, -window:]
-    if not attend_first:
+    if ring and window is not None and t == window:        # full: overwrite the oldest slot
+        K, V = K.copy(), V.copy()
+        K[:, 0], V[:, 0] = k[:, 0], v[:, 0]
+    elif new_first:
+        K, V = np.concatenate([k, K], axis=1), np.concatenate([v, V], axis=1)
+    elif not attend_first:
         K, V = np.concatenate([K, k], axis=1), np.concatenate([V, v], axis=1)
     if window is not None and trim == "after":
         K, V = K[:, -window:], V[:, -window:]
+    if window is not None and trim == "start index":       # the first index kept, no max(0, ...)
+        start = t + 1 - window
+        K, V = K[:, start:], V[:, start:]
     heads = np.repeat(np.arange(g), num_heads // g) if not tile else np.tile(np.arange(g), num_heads // g)
     d = {"head": np.sqrt(d_head), "model": np.sqrt(d_model)}[scale]
     if K.shape[1] == 0:
@@ -211,7 +246,13 @@ DECODE_WRONG = {
     "W_o left out": (lambda *a, **k: decode(*a, **k, use_W_o=False), "W_o was left out"),
     "writes into the given cache": (lambda *a, **k: decode(*a, **k, in_place=True),
                                     "it changed the cache it was given"),
-    "returns the old cache": (lambda *a, **k: (decode(*a, **k)[0], a[1]), "the returned cache is the one given"),
+    "returns the old cache": (lambda *a, **k: (decode(*a, **k)[0], a[1]),
+                              "the returned cache is the one given"),
+    "a negative start index": (lambda *a, **k: decode(*a, **k, trim="start index"),
+                               "NumPy counts a negative start from the END"),
+    "the new token first": (lambda *a, **k: decode(*a, **k, new_first=True),
+                            "holds its tokens in another order"),
+    "a ring buffer": (lambda *a, **k: decode(*a, **k, ring=True), "A ring buffer that overwrites slot"),
 }
 
 DECODE_RIGHT = {
@@ -221,10 +262,58 @@ DECODE_RIGHT = {
 }
 
 
+# ------------------------------------------------------------ key_padding_mask
+def padding_loop(lengths, n, *, blocked=False, upto=0, left=False, negative_slice=False):
+    """One sequence at a time, filling a (B, 1, n) array, with switches for the usual slips."""
+    mask = np.zeros((len(lengths), 1, n), dtype=bool)
+    for b, length in enumerate(lengths):
+        if negative_slice:
+            mask[b, 0, :-(n - length)] = True
+        elif left:
+            mask[b, 0, n - length:n] = length > 0
+        else:
+            mask[b, 0, :length + upto] = True
+    return ~mask if blocked else mask
+
+
+PADDING_WRONG = {
+    "True = padding (PyTorch's key_padding_mask)": (
+        lambda lengths, n: np.arange(n)[None, None, :] >= np.asarray(lengths)[:, None, None],
+        "the mask is inverted"),
+    "no query axis, (B, n)": (lambda lengths, n: np.arange(n)[None, :] < np.asarray(lengths)[:, None],
+                              "Add an axis for the queries"),
+    "j <= length": (lambda lengths, n: padding_loop(lengths, n, upto=1), "one key too many"),
+    "left padding": (lambda lengths, n: padding_loop(lengths, n, left=True), "this is LEFT padding"),
+    "slice :-(n - length)": (lambda lengths, n: padding_loop(lengths, n, negative_slice=True), ":-0"),
+    "floats, not booleans": (lambda lengths, n: padding_loop(lengths, n).astype(float),
+                             "return a boolean array"),
+    "the queries' padding, (B, n, 1)": (
+        lambda lengths, n: (np.arange(n)[None, :, None] < np.asarray(lengths)[:, None, None]),
+        "marks the padding QUERIES"),
+    "combined with the causal mask": (
+        lambda lengths, n: padding_loop(lengths, n) & np.tril(np.ones((n, n), bool)),
+        "the causal mask is already combined in"),
+    "key 0 for an empty sequence, against NaN": (
+        lambda lengths, n: np.arange(n)[None, None, :] < np.maximum(np.asarray(lengths), 1)[:, None, None],
+        "a sequence of length 0 was given key 0"),
+    "an additive mask": (lambda lengths, n: np.where(padding_loop(lengths, n), 0, -1e9).astype(float),
+                         "this is an additive mask"),
+}
+
+PADDING_RIGHT = {
+    "a loop over the sequences": padding_loop,
+    "positions against lengths": lambda lengths, n: (np.arange(n) < np.array(lengths)[:, None])[:, None, :],
+    "nested comprehensions":
+        lambda lengths, n: np.array([[[j < L for j in range(n)]] for L in lengths], bool),
+    "rows of a triangle":
+        lambda lengths, n: np.tril(np.ones((n + 1, n), bool), -1)[np.asarray(lengths)][:, None],
+}
+
+
 WRONG_BY_EXERCISE = {"grouped_query_attention": GQA_WRONG, "sliding_window_mask": WINDOW_WRONG,
-                     "attention_decode_step": DECODE_WRONG}
+                     "attention_decode_step": DECODE_WRONG, "key_padding_mask": PADDING_WRONG}
 RIGHT_BY_EXERCISE = {"grouped_query_attention": GQA_RIGHT, "sliding_window_mask": WINDOW_RIGHT,
-                     "attention_decode_step": DECODE_RIGHT}
+                     "attention_decode_step": DECODE_RIGHT, "key_padding_mask": PADDING_RIGHT}
 
 
 @pytest.mark.parametrize("hidden", [False, True], ids=["visible", "hidden"])
@@ -244,3 +333,36 @@ def test_the_first_decode_case_with_a_window_passes_a_cache_longer_than_it(hidde
 def test_decode_cases_include_an_empty_cache(hidden):
     cases = EXERCISES["attention_decode_step"].cases(hidden)
     assert any(c.args[1]["K"].shape[1] == 0 for c in cases)
+
+
+@pytest.mark.parametrize("hidden", [False, True], ids=["visible", "hidden"])
+def test_decode_cases_include_a_window_not_yet_full_where_a_negative_start_wraps(hidden):
+    # t + 1 < window (not full) and window < 2 (t + 1): a start t + 1 - window counts from the end
+    cases = EXERCISES["attention_decode_step"].cases(hidden)
+    kept = [(c.args[1]["K"].shape[1] + 1, c.kwargs["window"]) for c in cases if "window" in c.kwargs]
+    assert any(t < window < 2 * t for t, window in kept)
+
+
+@pytest.mark.parametrize("hidden", [False, True], ids=["visible", "hidden"])
+def test_padding_cases_include_an_empty_sequence_and_one_as_long_as_n(hidden):
+    cases = EXERCISES["key_padding_mask"].cases(hidden)
+    assert any(0 in c.args[0] for c in cases)
+    assert any(c.args[1] in c.args[0] for c in cases)
+
+
+SIMULATORS = {   # each lesson-11 mistake simulator with nothing switched on
+    "grouped_query_attention": lambda *a, mask=None: lesson11._gqa(*a, mask),
+    "attention_decode_step": lesson11._decode,
+    "key_padding_mask": lesson11._padding,
+}
+
+
+@pytest.mark.parametrize("hidden", [False, True], ids=["visible", "hidden"])
+@pytest.mark.parametrize("name", list(SIMULATORS))
+def test_a_mistake_simulator_with_no_mistake_on_is_the_reference(name, hidden):
+    exercise = EXERCISES[name]
+    for case in exercise.cases(hidden):
+        assert difference(SIMULATORS[name](*case.args, **case.kwargs),
+                          exercise.reference(*case.args, **case.kwargs),
+                          exercise.outputs if len(exercise.outputs) > 1 else exercise.outputs[0],
+                          1e-12, 1e-12, False) is None, case.label

@@ -474,13 +474,21 @@ IMPLEMENTATIONS = {
             def softmax_backward(y, dy, axis=-1):
                 return y * (dy - np.sum(dy * y, axis=-1, keepdims=True))
             """, feedback="the axis argument is ignored"),
-        Impl("Jacobian per slice", """
+        Impl("Jacobian per slice (right values, but it builds what the exercise forbids)", """
             def softmax_backward(y, dy, axis=-1):
                 ys, ds = np.moveaxis(y, axis, -1), np.moveaxis(dy, axis, -1)
                 out = np.empty_like(ys)
                 for idx in np.ndindex(ys.shape[:-1]):
                     J = np.diag(ys[idx]) - np.outer(ys[idx], ys[idx])
                     out[idx] = J.T @ ds[idx]
+                return np.moveaxis(out, -1, axis)
+            """, feedback="without building the Jacobian"),   # right values; the exercise forbids it
+        Impl("a loop over the slices, no Jacobian", """
+            def softmax_backward(y, dy, axis=-1):
+                ys, ds = np.moveaxis(y, axis, -1), np.moveaxis(dy, axis, -1)
+                out = np.empty_like(ys)
+                for idx in np.ndindex(ys.shape[:-1]):
+                    out[idx] = ys[idx] * (ds[idx] - ys[idx] @ ds[idx])
                 return np.moveaxis(out, -1, axis)
             """),
     ],
@@ -695,6 +703,43 @@ IMPLEMENTATIONS = {
                 return X, weights
             """),
     ],
+    "patched_stack": [
+        Impl("the update from its own run", """
+            def patched_stack(X, X_source, layers, num_heads, layer, positions, mask=None):
+                for l, W in enumerate(layers, start=1):
+                    out, weights = multi_head_attention(X, *W, num_heads, mask)
+                    X = X + out
+                return X, weights
+            """, feedback="nothing was patched"),
+        Impl("the source's stream", """
+            def patched_stack(X, X_source, layers, num_heads, layer, positions, mask=None):
+                S = X_source
+                for W in layers[:layer]:
+                    S = S + multi_head_attention(S, *W, num_heads, mask)[0]
+                for l, W in enumerate(layers, start=1):
+                    out, weights = multi_head_attention(X, *W, num_heads, mask)
+                    X = X + out
+                    if l == layer:
+                        for b in range(len(X)):
+                            X[b, positions[b]] = S[b, positions[b]]
+                return X, weights
+            """, feedback="the source's whole stream was copied in"),
+        Impl("a loop over sentences", """
+            def patched_stack(X, X_source, layers, num_heads, layer, positions, mask=None):
+                S = X_source
+                for W in layers[:layer]:
+                    lent = multi_head_attention(S, *W, num_heads, mask)[0]
+                    S = S + lent
+                for l, W in enumerate(layers, start=1):
+                    out, weights = multi_head_attention(X, *W, num_heads, mask)
+                    if l == layer:
+                        out = out.copy()
+                        for b in range(len(X)):
+                            out[b, positions[b]] = lent[b, positions[b]]
+                    X = X + out
+                return X, weights
+            """),
+    ],
     "causal_online_softmax_attention": [
         Impl("no mask", """
             def causal_online_softmax_attention(Q, K, V, block_size=128):
@@ -801,8 +846,10 @@ IMPLEMENTATIONS = {
                 S = turn(Q) @ np.swapaxes(turn(K), -1, -2) / math.sqrt(Q.shape[-1])
                 if mask is not None:
                     S = np.where(mask, S, -np.inf)
-                E = np.exp(S - S.max(axis=-1, keepdims=True))
-                W = E / E.sum(axis=-1, keepdims=True)
+                top = S.max(axis=-1, keepdims=True)
+                E = np.exp(S - np.where(np.isfinite(top), top, 0.0))   # a fully masked row: all zeros
+                total = E.sum(axis=-1, keepdims=True)
+                W = np.divide(E, total, out=np.zeros_like(E), where=total > 0)
                 return W @ V, W
             """),
     ],
@@ -976,6 +1023,23 @@ IMPLEMENTATIONS.update({
                     w = np.exp(s - s.max())
                     parts.append(w / w.sum() @ V[j])
                 return np.concatenate(parts) @ W_o, {"K": K, "V": V}
+            """),
+    ],
+    "key_padding_mask": [
+        Impl("True = padding, PyTorch's convention", """
+            def key_padding_mask(lengths, n):
+                return np.arange(n)[None, None, :] >= np.asarray(lengths)[:, None, None]
+            """, feedback="the mask is inverted"),
+        Impl("no query axis", """
+            def key_padding_mask(lengths, n):
+                return np.arange(n)[None, :] < np.asarray(lengths)[:, None]
+            """, feedback="Add an axis for the queries"),
+        Impl("a loop over the sequences", """
+            def key_padding_mask(lengths, n):
+                mask = np.zeros((len(lengths), 1, n), dtype=bool)
+                for b, length in enumerate(lengths):
+                    mask[b, 0, :length] = True
+                return mask
             """),
     ],
 })

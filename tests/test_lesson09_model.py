@@ -53,6 +53,12 @@ def test_sinusoidal_degrades_with_the_shift(runs):
     assert accuracy[1] >= 0.8 and accuracy[-1] <= 0.2
 
 
+def test_sinusoidal_is_below_no_position_from_a_shift_of_4(runs):
+    # Wrong position information is worse than none (the lesson's claim, seed 0).
+    for k in (4, 8):
+        assert runs["sinusoidal"]["accuracy_by_shift"][k] < runs["none"]["accuracy"]
+
+
 def test_rope_is_within_0_02_at_every_shift(runs):
     accuracy = list(runs["rope"]["accuracy_by_shift"].values())
     assert max(accuracy) - min(accuracy) <= 0.02
@@ -168,10 +174,47 @@ def test_a_shifted_sentence_starts_after_k_filler_words():
     assert np.array_equal(shifted.targets, corpus.test.targets + 3)
 
 
+# ----------------------------------------------------------------- the other RoPE convention
+def test_split_halves_with_the_same_weights_loses_most_of_the_accuracy(runs):
+    assert model.evaluate_split_halves(runs["rope"]) < runs["rope"]["accuracy"] - 0.5
+
+
+def test_split_halves_with_reordered_columns_is_the_trained_model(runs):
+    # Split-halves pair i is (i, i + 8) in a head of 16: put our pair (2i, 2i + 1) there.
+    per_head = [2 * i for i in range(8)] + [2 * i + 1 for i in range(8)]
+    columns = per_head + [16 + c for c in per_head]                  # two heads
+    params = runs["rope"]["params"]
+    moved = {**params, "W_q": params["W_q"][:, columns], "W_k": params["W_k"][:, columns]}
+    assert model.evaluate_split_halves(runs["rope"], moved) == runs["rope"]["accuracy"]
+
+
+def test_split_halves_of_a_model_without_rope_is_refused(runs):
+    with pytest.raises(ValueError, match="evaluate_split_halves: .*position='sinusoidal', not 'rope'"):
+        model.evaluate_split_halves(runs["sinusoidal"])
+
+
 # ----------------------------------------------------------------- longer than trained
 def test_two_back_rope_holds_at_one_and_a_half_times_the_length():
     result = l09_position.train_two_back("rope", lengths=(16, 24))
     assert result["accuracy_by_length"][16] >= 0.95 and result["accuracy_by_length"][24] >= 0.9
+
+
+def test_the_bands_together_are_the_accuracy_over_the_whole_sequence():
+    result = l09_position.train_two_back("rope", lengths=(16,))
+    bands = two_back.by_band(result)
+    sizes = {"2-15": 14, "16-23": 8, "24-63": 40, "64-255": 192}     # positions in each band
+    assert list(bands) == list(sizes)
+    pooled = sum(bands[b]["accuracy"] * sizes[b] for b in sizes) / sum(sizes.values())
+    assert pooled == pytest.approx(two_back.accuracy(result["params"], 1, "rope", 256), abs=1e-12)
+
+
+def test_with_uniform_attention_the_weight_on_two_back_is_one_over_the_keys_seen():
+    # W_q = 0: every score 0, so query p spreads its weight evenly over its p + 1 keys.
+    result = l09_position.train_two_back("none", lengths=(16,), steps=1)
+    result["params"]["W_q"] = np.zeros_like(result["params"]["W_q"])
+    bands = two_back.by_band(result, bands=((2, 4), (4, 8)))
+    assert bands["2-3"]["weight"] == pytest.approx((1 / 3 + 1 / 4) / 2)
+    assert bands["4-7"]["weight"] == pytest.approx(np.mean([1 / (p + 1) for p in range(4, 8)]))
 
 
 def test_two_back_learned_cannot_run_past_its_positions():

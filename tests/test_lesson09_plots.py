@@ -17,20 +17,33 @@ def test_accuracy_by_shift_draws_each_seed_and_the_median_per_encoding():
     seeds = [{0: 1.0, 1: 0.2}, {0: 0.9, 1: 0.4}, {0: 0.8, 1: 0.9}]
     fig = plots.accuracy_by_shift({"learned": seeds, "rope": seeds[:1]})
     ax = fig.axes[0]
-    assert len(ax.lines) == (3 + 1) + (1 + 1)                 # faint seeds, then the bold median
+    assert len(ax.lines) == (3 + 1) + (1 + 1) + 1             # faint seeds, the bold median; the key
     np.testing.assert_allclose(ax.lines[3].get_ydata(), [0.9, 0.4])   # medians by hand
     assert ax.get_title() and ax.get_xlabel() and ax.get_ylabel()
-    assert [t.get_text() for t in ax.get_legend().get_texts()] == ["learned (median of 3 seeds)",
-                                                                    "rope (median of 1 seed)"]
+    assert [t.get_text() for t in ax.get_legend().get_texts()] == [
+        "learned (median of 3 seeds)", "rope (median of 1 seed)", "faint lines: one seed each"]
 
 
-def test_accuracy_by_length_writes_cannot_run_where_there_is_no_value():
-    fig = plots.accuracy_by_length({"learned": {16: 1.0, 64: None}, "rope": {16: 0.9, 64: 0.8}}, 16,
-                                   title="two back")
+def test_accuracy_by_shift_draws_the_baseline_as_a_flat_line_in_the_legend():
+    fig = plots.accuracy_by_shift({"rope": [{0: 0.9, 4: 0.9}]}, baseline=("none", 0.47))
     ax = fig.axes[0]
-    assert sorted(p.get_height() for p in ax.patches) == [0.8, 0.9, 1.0]
-    assert [t.get_text() for t in ax.texts] == ["cannot\nrun"]
-    assert [t.get_text() for t in ax.get_xticklabels()] == ["16 tokens (1x)", "64 tokens (4x)"]
+    flat = [line for line in ax.lines if line.get_label() == "none"]
+    assert len(flat) == 1 and set(flat[0].get_ydata()) == {0.47}
+    assert "none" in [t.get_text() for t in ax.get_legend().get_texts()]
+
+
+def test_accuracy_by_band_draws_median_bars_a_dot_per_seed_and_chance():
+    seeds = [{"2-15": {"accuracy": 1.0}, "16-23": {"accuracy": 0.2}},
+             {"2-15": {"accuracy": 0.8}, "16-23": {"accuracy": 0.6}},
+             {"2-15": {"accuracy": 0.9}, "16-23": {"accuracy": 0.3}}]
+    fig = plots.accuracy_by_band({"sinusoidal": seeds}, chance=1 / 16, title="two back")
+    ax = fig.axes[0]
+    np.testing.assert_allclose(sorted(p.get_height() for p in ax.patches), [0.3, 0.9])   # medians
+    dots = [line for line in ax.lines if line.get_marker() == "o" and len(line.get_ydata())]
+    assert sorted(v for line in dots for v in line.get_ydata()) == [0.2, 0.3, 0.6, 0.8, 0.9, 1.0]
+    chance = [line for line in ax.lines if line.get_label().startswith("chance")]
+    assert len(chance) == 1 and set(chance[0].get_ydata()) == {1 / 16}
+    assert [t.get_text() for t in ax.get_xticklabels()] == ["2-15\n(trained)", "16-23\n(never trained)"]
     assert ax.get_title() == "two back" and ax.get_xlabel() and ax.get_ylabel()
 
 

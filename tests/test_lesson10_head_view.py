@@ -34,7 +34,7 @@ def test_rows_are_every_layer_and_head_for_the_chosen_word(stack):
     rows, labels = head_view.attention_rows(stack, 5, 2)
     test = stack["corpus"].test
     _, weights = layers.forward(stack["params"], test.tokens[5:6], 2)
-    assert labels == ["layer 1, head 0", "layer 1, head 1", "layer 2, head 0", "layer 2, head 1"]
+    assert labels == ["layer 1, head 1", "layer 1, head 2", "layer 2, head 1", "layer 2, head 2"]
     np.testing.assert_allclose(rows[1], weights[0][0, 1, 2])
     np.testing.assert_allclose(rows[2], weights[1][0, 0, 2])
     np.testing.assert_allclose(rows.sum(axis=1), 1.0)
@@ -43,14 +43,47 @@ def test_rows_are_every_layer_and_head_for_the_chosen_word(stack):
 def test_a_lesson_08_result_has_one_layer_of_rows(lesson08):
     rows, labels = head_view.attention_rows(lesson08, 0, 7)
     _, _, weights = l08_model.forward(lesson08["params"], lesson08["corpus"].test.tokens[:1], 2)
-    assert labels == ["layer 1, head 0", "layer 1, head 1"]
+    assert labels == ["layer 1, head 1", "layer 1, head 2"]
     np.testing.assert_allclose(rows, weights[0, :, 7])
 
 
-def test_induction_rows_respect_the_causal_mask():
+def test_the_induction_model_is_refused_with_a_pointer_to_its_figures():
     result = l10_two_layers.train("induction", num_layers=2, steps=2)
-    rows, _ = head_view.attention_rows(result, 0, 4)
-    assert np.all(rows[:, 5:] == 0) and np.all(rows[:, :5] > 0)
+    with pytest.raises(ValueError, match="induction_maps"):
+        head_view.attention_maps(result, np.zeros((1, 16), dtype=int))
+
+
+def test_spread_takes_one_sentence_of_every_pair_in_both_orders_and_every_shape(stack):
+    test = stack["corpus"].test
+    chosen = head_view.spread(test)
+    pairs = {frozenset(test.sentences[i].split()[j] for j in test.nouns[i]) for i in chosen}
+    assert len(chosen) == len(test) // 40 and len(pairs) == len(chosen)
+    firsts = {test.sentences[i].split()[test.nouns[i, 0]] for i in chosen}
+    shapes = {" ".join(w for k, w in enumerate(test.sentences[i].split()) if k not in test.nouns[i]
+                       and k != test.targets[i, 1]) for i in chosen}
+    adjectives = {test.sentences[i].split()[test.targets[i, 1]] for i in chosen}
+    assert len(shapes) == 5 and len(adjectives) == 4
+    assert any(w in corpus_animals() for w in firsts) and any(w not in corpus_animals() for w in firsts)
+
+
+def corpus_animals():
+    from helpers.lessons.l10_two_layers.adjective_corpus import ANIMALS
+    return set(ANIMALS)
+
+
+def test_a_typed_sentence_shows_the_rows_of_it(stack):
+    sentence = "the cat sat on the mat because it was tired"
+    fig = head_view.plot_sentence(stack, sentence)
+    rows, _ = head_view.rows_of(stack, stack["corpus"].encode(sentence), 7)
+    weights = layers.forward(stack["params"], stack["corpus"].encode(sentence)[None], 2)[1]
+    np.testing.assert_allclose(rows, np.concatenate([w[0, :, 7] for w in weights]))
+    assert "\"it\" looks" in fig.axes[0].get_title()
+    matplotlib.pyplot.close(fig)
+
+
+def test_a_typed_sentence_of_the_wrong_length_is_a_clear_error(stack):
+    with pytest.raises(ValueError, match="sentences of 10 words"):
+        head_view.plot_sentence(stack, "the cat sat on the mat")
 
 
 @pytest.mark.parametrize("index, position, match", [(-1, 0, "index must be from 0"),
@@ -173,7 +206,7 @@ def test_the_explorer_keeps_a_non_query_word_across_sentences(stack):
 def test_layer_maps_draw_one_panel_per_layer_and_head(stack):
     fig = head_view.layer_maps(stack, 0)
     titles = [ax.get_title() for ax in fig.axes if ax.get_title()]
-    assert titles == ["layer 1, head 0", "layer 1, head 1", "layer 2, head 0", "layer 2, head 1"]
+    assert titles == ["layer 1, head 1", "layer 1, head 2", "layer 2, head 1", "layer 2, head 2"]
 
 
 def test_weights_by_seed_draws_one_bar_per_seed_and_label():

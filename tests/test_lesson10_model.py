@@ -1,9 +1,10 @@
-"""Lesson 10's model (helpers/lessons/l10_two_layers/model.py), its corpora, and train(num_layers=...).
+"""Lesson 10's model (helpers/lessons/l10_two_layers/model.py), its corpus, and train(num_layers=...).
 
 Expected values come from hand-worked sentences, from a softmax and an attention written
 out here with np.exp, or from central finite differences written here; never from the
 code under test. Timings are in benchmarks/run.py, not here. The trained models are
-module-scoped fixtures: five training runs in all.
+module-scoped fixtures. The induction model (next-token prediction) has its own tests,
+test_lesson10_induction.py.
 """
 
 import numpy as np
@@ -12,7 +13,6 @@ import pytest
 from helpers.lessons import l08_training, l10_two_layers
 from helpers.lessons.l08_training import training
 from helpers.lessons.l10_two_layers import adjective_corpus as corpus_adjective
-from helpers.lessons.l10_two_layers import induction_corpus as corpus_induction
 from helpers.lessons.l10_two_layers import model as layers
 from finite_differences import central_differences
 
@@ -77,51 +77,6 @@ def test_sentences_of_refuses_two_animals():
         corpus_adjective.sentences_of("cat", "dog")
 
 
-# ----------------------------------------------------------------- the induction corpus
-@pytest.fixture(scope="module")
-def induction():
-    return layers.load_corpus("induction")
-
-
-@pytest.mark.parametrize("split", ["train", "test"])
-def test_the_answer_is_the_letter_after_the_earlier_occurrence(induction, split):
-    data = getattr(induction, split)
-    rows = np.arange(len(data))
-    target, earlier = data.targets[:, 0], data.targets[:, 1]
-    assert np.array_equal(data.tokens[rows, earlier], data.tokens[rows, data.query])
-    assert np.array_equal(data.tokens[rows, target], data.tokens[rows, data.query + 1])
-    assert np.all(earlier + 1 == target) and np.all(target <= data.query)
-
-
-def test_only_the_repeated_segment_repeats(induction):
-    data = induction.train
-    for i in range(200):
-        offset = data.query[i] - data.targets[i, 1]
-        counts = np.bincount(data.tokens[i], minlength=26)
-        assert counts.max() <= 2
-        twice = np.flatnonzero(np.isin(data.tokens[i], np.flatnonzero(counts == 2)))
-        assert len(twice) % 2 == 0 and np.all(twice[len(twice) // 2:] - twice[:len(twice) // 2] == offset)
-
-
-@pytest.mark.parametrize("seed", range(5))
-def test_one_sample_repeats_a_segment_of_3_to_5_letters_and_asks_inside_the_repeat(seed):
-    tokens, query, target, earlier = corpus_induction.sample(np.random.default_rng(seed))
-    assert tokens.shape == (16,) and tokens[earlier] == tokens[query] and target == earlier + 1
-    assert tokens[query + 1] == tokens[target]           # the letter to name follows the query
-    repeated = np.flatnonzero(np.bincount(tokens) == 2)
-    assert 3 <= len(repeated) <= 5
-
-
-def test_offsets_vary(induction):
-    offsets = induction.train.query - induction.train.targets[:, 1]
-    assert len(np.unique(offsets)) >= 8
-
-
-def test_held_out_sequences_are_not_training_sequences(induction):
-    seen = {(t.tobytes(), q) for t, q in zip(induction.train.tokens, induction.train.query)}
-    assert not any((t.tobytes(), q) in seen for t, q in zip(induction.test.tokens, induction.test.query))
-
-
 # ----------------------------------------------------------------- the forward pass
 def softmax_rows(S):
     E = np.exp(S - S.max(axis=-1, keepdims=True))
@@ -165,7 +120,7 @@ def test_keeping_zero_at_every_position_removes_the_layer():
 # ----------------------------------------------------------------- the whole model's gradient
 @pytest.mark.parametrize("num_layers, num_heads, scale, task",
                          [(2, 1, True, "adjective"), (2, 2, True, "adjective"), (2, 2, False, "adjective"),
-                          (3, 1, True, "adjective"), (1, 2, True, "adjective"), (2, 2, True, "induction")])
+                          (3, 1, True, "adjective"), (1, 2, True, "adjective")])
 def test_every_gradient_matches_central_differences(num_layers, num_heads, scale, task):
     params, batch = tiny_params(num_layers, task=task)
     mask = layers.task_mask(task, batch.tokens.shape[1])
@@ -237,23 +192,6 @@ def test_ablating_layer_1_at_it_finds_the_default_seeds_route(two_layers):
 @pytest.mark.parametrize("at", ["pronoun", "nouns", "all"])
 def test_ablating_the_last_layer_changes_nothing(two_layers, at):
     assert l10_two_layers.ablate(two_layers, 2, at) == two_layers["accuracy"]
-
-
-@pytest.fixture(scope="module")
-def induction_runs():
-    return {L: l10_two_layers.train("induction", num_layers=L) for L in (1, 2)}
-
-
-def test_two_layers_learn_induction(induction_runs):
-    assert induction_runs[2]["accuracy"] >= 0.95
-
-
-def test_one_layer_cannot_learn_induction(induction_runs):
-    assert induction_runs[1]["accuracy"] <= 0.6
-
-
-def test_induction_needs_layer_1_at_the_earlier_letters(induction_runs):
-    assert l10_two_layers.ablate(induction_runs[2], 1, "nouns") <= 0.5
 
 
 # ----------------------------------------------------------------- reproducibility and errors

@@ -1,4 +1,4 @@
-"""Lesson 10's reference functions: residual_attention_backward and ablated_stack.
+"""Lesson 10's reference functions: residual_attention_backward, ablated_stack, patched_stack.
 
 Expected values are worked out by hand on tiny inputs (one token: its attention weight is
 1, so its update is x @ W_v @ W_o), or by central differences written here.
@@ -7,7 +7,7 @@ Expected values are worked out by hand on tiny inputs (one token: its attention 
 import numpy as np
 import pytest
 
-from helpers.reference import ablated_stack, residual_attention_backward
+from helpers.reference import ablated_stack, patched_stack, residual_attention_backward
 from finite_differences import central_differences
 
 
@@ -104,3 +104,47 @@ def test_bad_ablations_are_clear_errors(layer, positions, match):
 def test_layers_must_be_a_list_of_four_matrices():
     with pytest.raises(ValueError, match="layer 1 must be a tuple"):
         ablated_stack(np.ones((1, 1, 2)), [(np.eye(2),)], 1, 1, np.array([[0]]))
+
+
+def test_one_token_by_hand_patching_layer_1_from_another_sentence():
+    # One token: layer 1 adds x W_v1, layer 2 adds (its input) W_v2 = swap(its input).
+    X, X_source = np.array([[[1.0, 1.0]]]), np.array([[[3.0, 0.0]]])
+    out, _ = patched_stack(X, X_source, one_token_layers(), 1, 1, np.array([[0]]))
+    # layer 1's update from the source: (3, 0) W_v1 = (3, 0); stream (4, 1); layer 2 adds (1, 4)
+    np.testing.assert_allclose(out, np.array([[[5.0, 5.0]]]))
+
+
+def test_one_token_by_hand_patching_layer_2_uses_the_source_run_through_layer_1():
+    X, X_source = np.array([[[1.0, 1.0]]]), np.array([[[3.0, 0.0]]])
+    out, _ = patched_stack(X, X_source, one_token_layers(), 1, 2, np.array([[0]]))
+    # source after layer 1: (3, 0) + (3, 0) = (6, 0); its layer-2 update swap = (0, 6)
+    # this run after layer 1: (1, 1) + (1, 2) = (2, 3); plus the source's (0, 6)
+    np.testing.assert_allclose(out, np.array([[[2.0, 9.0]]]))
+
+
+def test_patching_from_the_same_sentences_changes_nothing():
+    rng = np.random.default_rng(3)
+    X = rng.standard_normal((3, 5, 4))
+    layers = [tuple(rng.standard_normal((4, 4)) for _ in range(4)) for _ in range(2)]
+    plain, plain_weights = ablated_stack(X, layers, 2, 1, np.zeros((3, 0), dtype=int))
+    out, weights = patched_stack(X, X.copy(), layers, 2, 1, np.array([[0], [2], [4]]))
+    np.testing.assert_allclose(out, plain, atol=1e-12)
+    np.testing.assert_allclose(weights, plain_weights, atol=1e-12)
+
+
+def test_patching_leaves_the_other_tokens_of_the_patched_layer_alone():
+    # In the last layer, only the stream at the patched tokens can change.
+    rng = np.random.default_rng(4)
+    X, X_source = rng.standard_normal((2, 4, 4)), rng.standard_normal((2, 4, 4))
+    layers = [tuple(rng.standard_normal((4, 4)) for _ in range(4))]
+    plain, _ = ablated_stack(X, layers, 2, 1, np.zeros((2, 0), dtype=int))
+    out, _ = patched_stack(X, X_source, layers, 2, 1, np.array([[1], [3]]))
+    untouched = np.ones((2, 4), dtype=bool)
+    untouched[0, 1] = untouched[1, 3] = False
+    np.testing.assert_allclose(out[untouched], plain[untouched])
+    assert not np.allclose(out[0, 1], plain[0, 1])
+
+
+def test_patched_stack_needs_a_source_of_the_same_shape():
+    with pytest.raises(ValueError, match="X_source must have the shape of X"):
+        patched_stack(np.ones((1, 1, 2)), np.ones((2, 1, 2)), one_token_layers(), 1, 1, np.array([[0]]))

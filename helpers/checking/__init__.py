@@ -5,15 +5,19 @@ implementation, a set of test cases and a catalogue of known mistakes. A
 learner's function is run on every case and compared with the reference. When
 it disagrees, we try each known mistake on the same input: if the learner's
 answer matches a mistake's answer, the learner is told *that* mistake in plain
-words ("K was computed with W_q"). Otherwise they get a generic but concrete
-description (wrong shape, NaN, largest difference and where).
+words ("K was computed with W_q"). Otherwise they are told what their answer
+looks like, when it has a pattern that can be seen (transposed, a constant factor,
+a float mask where a boolean one is asked, ...: :mod:`.describe`), or else a
+generic but concrete difference (wrong shape, NaN, largest difference and where:
+:mod:`.compare`). In a notebook each case has a time limit (:mod:`.deadline`); a
+function that calls another exercise's wrong function is told so (:mod:`.blame`).
 
 Any correct implementation passes: only the returned values are compared, with
 the tolerances stated on the exercise.
 """
 
 import copy
-import inspect
+import functools
 import warnings
 from dataclasses import dataclass, field
 from typing import Callable, Optional
@@ -21,7 +25,9 @@ from typing import Callable, Optional
 import numpy as np
 
 from .blame import blame_helper
-from .compare import describe_case, difference
+from .compare import agrees, describe_case, difference, parameter_names
+from .deadline import TimeLimit, call_with_time_limit
+from .describe import describe
 
 
 class ExerciseError(AssertionError):
@@ -91,6 +97,17 @@ class Exercise:
         Run once on a function whose values are right on every case; returns a
         message when *how* it works breaks the exercise's rules (e.g. it builds
         the whole score grid where only blocks are allowed), else None.
+    float64_rtol : float or None
+        The largest difference a float64 computation may show, relative to the
+        largest expected entry. A float64 answer further off, but within float32's
+        precision, was computed in float32 somewhere: it passes if ``float32_ok``,
+        else it is told so, on every case alike (see
+        :func:`helpers.checking.compare.difference`). None: not judged (for an
+        exercise whose float64 answers legitimately differ more, e.g. by cancellation).
+    time_limit : float
+        Seconds the notebook's check lets the learner's function run on one case
+        before stopping it (``inspect`` gets four times as long). Generous: a
+        correct function takes a small fraction of it.
     """
 
     name: str
@@ -104,6 +121,8 @@ class Exercise:
     validate: Optional[Callable] = None
     float32_ok: bool = False
     inspect: Optional[Callable] = None
+    time_limit: float = 5.0
+    float64_rtol: Optional[float] = 1e-9
 
     def cases(self, hidden=False, seed=None):
         """The visible (``hidden=False``) or grading (``hidden=True``) cases.
@@ -145,8 +164,15 @@ def _course_catalogue():
     return EXERCISES
 
 
-def _call_on_copies(fn, case):
-    """Call ``fn`` on private copies of the case's inputs, with NumPy warnings silenced.
+def _quietly(fn, args=(), kwargs=None, time_limit=None):
+    """``fn(*args, **kwargs)`` with NumPy warnings silenced, stopped after ``time_limit`` seconds."""
+    with warnings.catch_warnings(), np.errstate(all="ignore"):
+        warnings.simplefilter("ignore")
+        return call_with_time_limit(fn, args, kwargs or {}, time_limit)
+
+
+def _call_on_copies(fn, case, time_limit=None):
+    """Call ``fn`` on private copies of the case's inputs (see :func:`_quietly`).
 
     Returns
     -------
@@ -158,41 +184,49 @@ def _call_on_copies(fn, case):
     """
     args = copy.deepcopy(case.args)
     kwargs = copy.deepcopy(case.kwargs)
-    with warnings.catch_warnings(), np.errstate(all="ignore"):
-        warnings.simplefilter("ignore")
-        return fn(*args, **kwargs), args, kwargs
+    return _quietly(fn, args, kwargs, time_limit), args, kwargs
 
 
-def _quietly(fn, *args):
-    """``fn(*args)`` with NumPy warnings silenced."""
-    with warnings.catch_warnings(), np.errstate(all="ignore"):
-        warnings.simplefilter("ignore")
-        return fn(*args)
+def _unchanged(old, new):
+    """Whether ``new`` holds what ``old`` held: arrays, and arrays inside dicts, lists and tuples."""
+    if isinstance(old, np.ndarray):
+        return (isinstance(new, np.ndarray) and new.shape == old.shape and new.dtype == old.dtype
+                and np.array_equal(new, old, equal_nan=old.dtype.kind in "fc"))
+    if isinstance(old, dict):
+        return (isinstance(new, dict) and list(new) == list(old)
+                and all(_unchanged(old[k], new[k]) for k in old))
+    if isinstance(old, (list, tuple)):
+        return (type(new) is type(old) and len(new) == len(old)
+                and all(_unchanged(a, b) for a, b in zip(old, new)))
+    return True            # numbers, strings, functions: not changed in place
 
 
-def _quiet_call(fn, case):
-    """``fn``'s result on private copies of the case's inputs (see :func:`_call_on_copies`)."""
-    return _call_on_copies(fn, case)[0]
-
-
-def _parameter_names(fn, count):
-    """The names of ``fn``'s first ``count`` parameters (``"argument 1"`` ... if unknown)."""
-    try:
-        names = list(inspect.signature(fn).parameters)
-    except (TypeError, ValueError):
-        names = []
-    return [names[i] if i < len(names) else f"argument {i + 1}" for i in range(count)]
+def _inputs(exercise, case):
+    """``[(name, value), ...]`` of the case's inputs, positional ones named as the reference names them."""
+    names = parameter_names(exercise.reference, len(case.args))
+    return list(zip(names, case.args)) + list(case.kwargs.items())
 
 
 def changed_inputs(exercise, case, args, kwargs):
-    """Names of the case's array inputs that differ from the copies ``args``/``kwargs`` after a call."""
-    names = _parameter_names(exercise.reference, len(case.args))
-    before = list(zip(names, case.args)) + list(case.kwargs.items())
+    """Names of the case's inputs (arrays, or dicts or lists of them) that differ after a call.
+
+    ``args``/``kwargs`` are the copies the function was given, as they are after the call.
+    """
     after = list(args) + [kwargs.get(k) for k in case.kwargs]
-    return [name for (name, old), new in zip(before, after)
-            if isinstance(old, np.ndarray) and not (
-                isinstance(new, np.ndarray) and new.shape == old.shape
-                and np.array_equal(new, old, equal_nan=old.dtype.kind == "f"))]
+    return [name for (name, old), new in zip(_inputs(exercise, case), after) if not _unchanged(old, new)]
+
+
+def _changed_message(exercise, case, changed):
+    """What to tell a function that changed its inputs ``changed`` (their names) in place."""
+    dicts = [name for name, value in _inputs(exercise, case) if name in changed and isinstance(value, dict)]
+    if dicts:
+        how = (f"assigning `{dicts[0]}[key] = ...` (or `.update`, `.pop`, `+=` on an entry) changes the "
+               f"caller's dict; return a new dict instead, e.g. `{{**{dicts[0]}, key: value}}`")
+    else:
+        how = ("an operation such as `x -= ...` or `x /= ...` writes into the caller's array; "
+               "compute into a new array instead")
+    return (f"on input {describe_case(case)}: it changed its input {' and '.join(changed)} in place "
+            f"({how}). Leave the inputs as they were.")
 
 
 def _names(exercise):
@@ -203,18 +237,31 @@ def diagnose(exercise, got, case):
     """The message of the first known mistake whose output matches ``got``, or None."""
     for mistake in exercise.mistakes:
         try:
-            wrong = _quiet_call(mistake.fn, case)
+            wrong = _call_on_copies(mistake.fn, case)[0]
         except Exception:  # a mistake that cannot run on this case says nothing about it
             continue
-        if difference(got, wrong, _names(exercise), exercise.rtol, exercise.atol,
-                      exercise.float32_ok) is None:
+        if agrees(got, wrong, exercise.rtol, exercise.atol, exercise.float32_ok, exercise.float64_rtol):
             return mistake.message
+    return None
+
+
+def _in_place_mistake(exercise, got, case, changed):
+    """The message of a known mistake that changes the same inputs in place and returns ``got``."""
+    for mistake in exercise.mistakes:
+        try:
+            wrong, args, kwargs = _call_on_copies(mistake.fn, case)
+        except Exception:
+            continue
+        if (changed_inputs(exercise, case, args, kwargs) == changed
+                and agrees(got, wrong, exercise.rtol, exercise.atol, exercise.float32_ok,
+                           exercise.float64_rtol)):
+            return f"on input {describe_case(case)}: {mistake.message}"
     return None
 
 
 # ----------------------------------------------------------------- evaluating
 def evaluate(exercise, fn, cases=None, stop_at_first_failure=False, blame_helpers=True,
-             catalogue=None):
+             catalogue=None, time_limit=None):
     """Run ``fn`` on the exercise's cases and compare with the reference.
 
     Parameters
@@ -234,6 +281,10 @@ def evaluate(exercise, fn, cases=None, stop_at_first_failure=False, blame_helper
     catalogue : dict of str -> Exercise, optional
         The exercises such a helper may belong to. None: the course's catalogue,
         :data:`helpers.exercises.EXERCISES`.
+    time_limit : float, optional
+        Seconds ``fn`` may run on one case (``exercise.inspect`` gets four times as
+        long) before it is stopped and the case fails (see
+        :mod:`helpers.checking.deadline`). None: no limit (the grader has its own).
 
     Returns
     -------
@@ -244,13 +295,14 @@ def evaluate(exercise, fn, cases=None, stop_at_first_failure=False, blame_helper
     if not callable(fn):
         report.failures.append(f"{exercise.name} is not a function (it is a {type(fn).__name__})")
         return report
-    unfinished = []   # cases on which fn raised NotImplementedError
+    unfinished, right = [], []   # cases on which fn raised NotImplementedError, and those it got right
     for case in cases:
-        message = _failure(exercise, fn, case)
+        message = _failure(exercise, fn, case, time_limit, right)
         if message is _UNFINISHED:
             unfinished.append(case)
         elif message is None:
             report.passed += 1
+            right.append(case)
         else:
             report.failures.append(message)
             if stop_at_first_failure:
@@ -262,44 +314,66 @@ def evaluate(exercise, fn, cases=None, stop_at_first_failure=False, blame_helper
         f"on input {describe_case(case)} it raised NotImplementedError: it works on other "
         f"inputs, but this case is not written yet" for case in unfinished]
     if not report.failures and exercise.inspect is not None:
-        message = _quietly(exercise.inspect, fn)
+        message = _inspection(exercise, fn, time_limit)
         if message:
             report.passed -= 1           # right values, but not the way the exercise asks
             report.failures.append(message)
     if report.failures and blame_helpers:
         blame = blame_helper(exercise, fn, cases, _course_catalogue() if catalogue is None else catalogue,
-                             evaluate)
+                             functools.partial(evaluate, time_limit=time_limit))
         if blame:
             report.failures[0] = blame
     return report
 
 
-def _failure(exercise, fn, case):
-    """What is wrong with ``fn`` on one case: a message, None if right, or ``_UNFINISHED``."""
-    expected = _quiet_call(exercise.reference, case)
+def _inspection(exercise, fn, time_limit):
+    """``exercise.inspect(fn)``'s message, or one saying that it did not finish in time."""
+    limit = None if time_limit is None else 4 * time_limit
     try:
-        got, args, kwargs = _call_on_copies(fn, case)
+        return _quietly(exercise.inspect, (fn,), time_limit=limit)
+    except TimeLimit:
+        return (f"gives the right values, but the check of how it works (it runs it on larger "
+                f"inputs) did not finish within {limit:g} s, so it was stopped: it is much slower "
+                f"than it needs to be.")
+
+
+def _failure(exercise, fn, case, time_limit=None, right=()):
+    """What is wrong with ``fn`` on one case: a message, None if right, or ``_UNFINISHED``.
+
+    ``right``: the cases ``fn`` got right before this one (for :func:`describe`).
+    """
+    expected = _call_on_copies(exercise.reference, case)[0]
+    try:
+        got, args, kwargs = _call_on_copies(fn, case, time_limit)
     except NotImplementedError:
         return _UNFINISHED
+    except TimeLimit:
+        return (f"on input {describe_case(case)}: it did not return within {time_limit:g} s, so "
+                f"the check stopped it. Is there a loop that never ends (a `while` whose counter "
+                f"or iterator does not move on every pass, e.g. an `it.iternext()` that is skipped)?")
     except Exception as exc:  # the learner's code raised: say what and where
         return f"on input {describe_case(case)} it raised {type(exc).__name__}: {exc}"
     changed = changed_inputs(exercise, case, args, kwargs)
     if changed:
-        return (f"on input {describe_case(case)}: it changed its input {' and '.join(changed)} "
-                f"in place (an operation such as `x -= ...` or `x /= ...` writes into the caller's "
-                f"array). Leave the inputs as they were: compute into a new array instead.")
+        return _in_place_mistake(exercise, got, case, changed) or _changed_message(exercise, case, changed)
     diff = difference(got, expected, _names(exercise), exercise.rtol, exercise.atol,
-                      exercise.float32_ok)
+                      exercise.float32_ok, exercise.float64_rtol)
+    values_wrong = diff is not None
     if diff is None and exercise.validate is not None:
         diff = exercise.validate(got, case)
     if diff is None:
         return None
-    return f"on input {describe_case(case)}: {diff_or_mistake(exercise, got, case, diff)}"
+    if not values_wrong:                 # the values are right; validate's message says what is not
+        return f"on input {describe_case(case)}: {diagnose(exercise, got, case) or diff}"
 
+    def run(other, trial):               # describe runs fn (other=None) or the reference again
+        try:
+            return _call_on_copies(fn if other is None else other, trial, time_limit)[0]
+        except (Exception, TimeLimit):
+            return None
 
-def diff_or_mistake(exercise, got, case, diff):
-    """The known mistake that ``got`` matches, else the generic difference ``diff``."""
-    return diagnose(exercise, got, case) or diff
+    told = diagnose(exercise, got, case) or describe(exercise, run, got, expected, case, right) or diff
+    return f"on input {describe_case(case)}: {told}"
 
 
 # ----------------------------------------------------------------- in a notebook
@@ -313,7 +387,8 @@ def check(exercise, fn, catalogue=None):
     - wrong: raise :class:`ExerciseError` saying what is wrong;
     - right: print a pass and return the learner's own function.
     """
-    report = evaluate(exercise, fn, stop_at_first_failure=True, catalogue=catalogue)
+    report = evaluate(exercise, fn, stop_at_first_failure=True, catalogue=catalogue,
+                      time_limit=exercise.time_limit)
     if report.not_attempted:
         print(f"○ {exercise.name}: not attempted yet. The lesson continues with the "
               f"reference {exercise.name} for now; come back, fill in the exercise cell "

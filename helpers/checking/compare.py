@@ -6,9 +6,20 @@ can act on (wrong type, wrong shape, NaN, values in another order, the entry fur
 off). :mod:`helpers.checking` asks it for every case and every known mistake.
 """
 
+import inspect
 import itertools
 
 import numpy as np
+
+
+def parameter_names(fn, count):
+    """The names of ``fn``'s first ``count`` parameters (``"argument 1"`` ... if unknown)."""
+    try:
+        names = list(inspect.signature(fn).parameters)
+    except (TypeError, ValueError):
+        names = []
+    return [names[i] if i < len(names) else f"argument {i + 1}" for i in range(count)]
+
 
 def describe_case(case):
     """``"X (4, 5), W_q (5, 2)"`` style summary of a case's arrays (or its label)."""
@@ -33,6 +44,49 @@ def _float32_close(got_arr, exp_arr):
                        equal_nan=True)
 
 
+def _largest(exp_arr):
+    finite = np.abs(exp_arr[np.isfinite(exp_arr)])
+    return float(finite.max()) if finite.size else 0.0
+
+
+def _largest_difference(got_arr, exp_arr):
+    both = np.isfinite(got_arr) & np.isfinite(exp_arr)
+    return float(np.abs(got_arr[both] - exp_arr[both]).max(initial=0.0))
+
+
+def _float32_arithmetic(got_arr, exp_arr, exp_dtype, float64_rtol):
+    """Whether a float64 answer is off by what float32 arithmetic gives, and by more than float64's.
+
+    Relative to the largest expected entry: above ``float64_rtol``, within float32's precision.
+    Only for a float64 ``expected`` (None, integers and booleans are not judged).
+    """
+    if exp_dtype is None or exp_dtype != np.float64 or not exp_arr.size:
+        return False
+    scale = _largest(exp_arr)
+    error = _largest_difference(got_arr, exp_arr)
+    if scale == 0 or not float64_rtol * scale < error <= 2 * FLOAT32_RTOL * max(1.0, scale):
+        return False                 # float64's rounding, or much more than float32's
+    return np.array_equal(np.isfinite(got_arr), np.isfinite(exp_arr)) and _float32_close(got_arr, exp_arr)
+
+
+def agrees(got, expected, rtol, atol, float32_ok=False, float64_rtol=None):
+    """Whether :func:`difference` would find no difference, without writing its message.
+
+    For two arrays of numbers a loose comparison first rejects most mismatches cheaply:
+    :func:`difference` accepts nothing outside it.
+    """
+    if isinstance(expected, tuple):
+        return (isinstance(got, (tuple, list)) and len(got) == len(expected)
+                and all(agrees(g, e, rtol, atol, float32_ok, float64_rtol) for g, e in zip(got, expected)))
+    if (isinstance(got, np.ndarray) and isinstance(expected, np.ndarray) and got.shape == expected.shape
+            and got.dtype.kind in "fiu" and expected.dtype.kind in "fiu"):
+        scale = max(1.0, _largest(np.asarray(expected, dtype=float)))
+        if not np.allclose(got, expected, rtol=max(rtol, 10 * FLOAT32_RTOL),
+                           atol=max(atol, 10 * FLOAT32_RTOL * scale), equal_nan=True):
+            return False
+    return difference(got, expected, "x", rtol, atol, float32_ok, float64_rtol) is None
+
+
 def _number(value, other):
     """``value`` with enough digits to differ visibly from ``other``."""
     for digits in (6, 10, 17):
@@ -48,8 +102,7 @@ def _in_order(got, expected, names, rtol, atol):
     for order in itertools.permutations(range(len(expected))):
         if order == tuple(range(len(expected))):
             continue
-        if all(difference(got[k], expected[i], names[i], rtol, atol) is None
-               for i, k in enumerate(order)):
+        if all(agrees(got[k], expected[i], rtol, atol) for i, k in enumerate(order)):
             returned = [None] * len(expected)
             for i, k in enumerate(order):
                 returned[k] = names[i]
@@ -58,7 +111,7 @@ def _in_order(got, expected, names, rtol, atol):
     return None
 
 
-def difference(got, expected, name, rtol, atol, float32_ok=False):
+def difference(got, expected, name, rtol, atol, float32_ok=False, float64_rtol=None):
     """Describe how ``got`` differs from ``expected``, or return None if they agree.
 
     Handles arrays, numbers, tuples of arrays and dicts of numbers. Where the
@@ -66,6 +119,13 @@ def difference(got, expected, name, rtol, atol, float32_ok=False):
     is refused: later cells use array operations on it). A float32 ``got`` against
     a float64 ``expected`` passes within float32's precision when ``float32_ok``;
     otherwise, if only float32 rounding separates them, the message says dtype.
+
+    ``float64_rtol`` (None: not used) judges a float64 ``got`` the same way: one whose
+    largest difference, relative to the largest expected entry, is above
+    ``float64_rtol`` (more than float64 arithmetic explains) but within float32's
+    precision was computed in float32 somewhere. It passes when ``float32_ok``, and is
+    told so otherwise, however close it happens to be on this input: the verdict is
+    the same on every input, not a matter of the tolerance on this one.
     """
     if isinstance(expected, dict):
         if not isinstance(got, dict):
@@ -73,7 +133,8 @@ def difference(got, expected, name, rtol, atol, float32_ok=False):
         if set(got) != set(expected):
             return f"{name} should have the keys {sorted(expected)}, got {sorted(got)}"
         for key in expected:
-            diff = difference(got[key], expected[key], f"{name}[{key!r}]", rtol, atol, float32_ok)
+            diff = difference(got[key], expected[key], f"{name}[{key!r}]", rtol, atol, float32_ok,
+                              float64_rtol)
             if diff:
                 return diff
         return None
@@ -84,7 +145,7 @@ def difference(got, expected, name, rtol, atol, float32_ok=False):
             return f"should return {len(expected)} values, got {len(got)}"
         names = name if isinstance(name, tuple) else tuple(f"value {i}" for i in range(len(expected)))
         for g, e, n in zip(got, expected, names):
-            diff = difference(g, e, n, rtol, atol, float32_ok)
+            diff = difference(g, e, n, rtol, atol, float32_ok, float64_rtol)
             if diff:
                 return _in_order(got, expected, names, rtol, atol) or diff
         return None
@@ -122,9 +183,16 @@ def difference(got, expected, name, rtol, atol, float32_ok=False):
     if lower_precision and (close or _float32_close(got_arr, exp_arr)):
         if float32_ok:
             return None
-        return (f"{name} is {got_dtype}, but the inputs are {exp_dtype}: the values agree only to "
-                f"{got_dtype}'s precision. Keep the inputs' dtype (leave out the conversion to "
-                f"{got_dtype}).")
+        return (f"{name} is {got_dtype}, but it should be {exp_dtype} (what the reference returns "
+                f"for these inputs): the values agree only to {got_dtype}'s precision. Leave out "
+                f"the conversion to {got_dtype}.")
+    if float64_rtol is not None and _float32_arithmetic(got_arr, exp_arr, exp_dtype, float64_rtol):
+        if float32_ok:
+            return None
+        return (f"{name} agrees with the expected values only to float32's precision (largest "
+                f"difference {_largest_difference(got_arr, exp_arr):.2g}, where the values reach "
+                f"{_largest(exp_arr):.3g}): part of the computation runs in float32 (np.float32, "
+                f"dtype=np.float32, .astype(np.float32) ...). Compute in float64 throughout.")
     if close:
         return None
     message = _wrong_values(name, got_arr, exp_arr, rtol, atol)

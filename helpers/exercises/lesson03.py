@@ -110,6 +110,12 @@ def _other_axis(x, axis=-1):
     return reference.softmax(x, axis=0 if axis in (-1, 1) else 1)
 
 
+def _whole_array(x, axis=None):
+    """A softmax whose default axis is None (NumPy's): the whole array sums to 1."""
+    e = np.exp(x - np.max(x, axis=axis, keepdims=True))
+    return e / np.sum(e, axis=axis, keepdims=True)
+
+
 def _global_max(x, axis=-1):
     e = np.exp(x - x.max())
     return e / e.sum(axis=axis, keepdims=True)
@@ -145,6 +151,10 @@ SOFTMAX_MISTAKES = [
             "row whose scores all sit far below the overall maximum underflows to 0 / 0 "
             "= NaN. Use the maximum along axis, with keepdims=True.",
             _global_max),
+    Mistake("normalised over the whole array: with axis=None (NumPy's default for max and sum) "
+            "every entry of the array is pooled, so all of them together sum to 1. softmax's "
+            "default is axis=-1: each row is normalised on its own.",
+            _whole_array),
     Mistake("exp is missing: the scores were divided by their sum, so weights can be "
             "negative. Softmax is exp(x) / sum(exp(x)).",
             lambda x, axis=-1: x / x.sum(axis=axis, keepdims=True)),
@@ -322,6 +332,18 @@ _RENORMALISED = (
 _INVERTED = ("the mask is inverted: True means 'may attend', so keep the scores where the "
              "mask is True and set them to -inf where it is False.")
 
+_CAUSAL_ANYWAY = ("a causal mask was applied although none was given: with mask=None every query "
+                  "attends to every key. Apply a mask only when one is passed in.")
+
+
+def _causal_if_none(mask, Q, K, shift=None):
+    """The given mask, or a causal one (the last query sees every key; or, shift=0, tril)."""
+    if mask is not None:
+        return mask
+    n_q, n_k = Q.shape[0], K.shape[0]
+    return np.tril(np.ones((n_q, n_k), dtype=bool), k=n_k - n_q if shift is None else shift)
+
+
 ATTENTION_MISTAKES = [
     Mistake("the scores are not scaled: divide Q @ K.T by sqrt(d_k) before the softmax.",
             lambda Q, K, V, mask=None: _attend(Q, K, V, mask, scale=False)),
@@ -360,6 +382,8 @@ ATTENTION_MISTAKES = [
     Mistake("overflow to NaN on large scores: the softmax inside must subtract each row's "
             "maximum before exp (use your stable softmax).",
             lambda Q, K, V, mask=None: _attend(Q, K, V, mask, naive=True)),
+    Mistake(_CAUSAL_ANYWAY, lambda Q, K, V, mask=None: _attend(Q, K, V, _causal_if_none(mask, Q, K))),
+    Mistake(_CAUSAL_ANYWAY, lambda Q, K, V, mask=None: _attend(Q, K, V, _causal_if_none(mask, Q, K, 0))),
     Mistake("out is transposed: it needs one row per query, shape (n_q, d_v), which is "
             "what weights @ V gives.",
             lambda Q, K, V, mask=None: (lambda out, w: (out.T, w))(*_attend(Q, K, V, mask))),

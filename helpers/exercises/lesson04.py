@@ -208,7 +208,7 @@ _AT_FAULT = ("If your multi_head_attention calls your {helper}, the mistake is t
 
 
 def _mha(X, W_q, W_k, W_v, W_o, h, mask=None, *, split=None, merge=None, scale="d_head",
-         use_mask=True, use_W_o=True, W_o_T=False, weights_out="all"):
+         use_mask=True, use_W_o=True, W_o_T=False, weights_out="all", fill=-np.inf):
     """Multi-head attention with one thing (or more) done wrong, for the mistakes below."""
     split = split or reference.split_heads
     merge = merge or reference.merge_heads
@@ -219,7 +219,7 @@ def _mha(X, W_q, W_k, W_v, W_o, h, mask=None, *, split=None, merge=None, scale="
          "d_model and d_head": np.sqrt(d_model) * np.sqrt(d_model // h)}.get(scale, scale)
     scores = Qh @ np.swapaxes(Kh, -1, -2) / d                          # (h, n, n)
     if mask is not None and use_mask:
-        scores = np.where(mask, scores, -np.inf)
+        scores = np.where(mask, scores, fill)
     weights = reference.softmax(scores, axis=-1)
     out = merge(weights @ Vh)                                          # (n, d_model)
     if use_W_o:
@@ -230,6 +230,10 @@ def _mha(X, W_q, W_k, W_v, W_o, h, mask=None, *, split=None, merge=None, scale="
         weights = weights[-1]
     return out, weights
 
+
+_INVERTED = ("the mask is inverted: True means 'may attend' (the opposite of PyTorch's attn_mask, "
+             "where True means blocked). Pass the mask on as it is: each head keeps the scores "
+             "where it is True.")
 
 MHA_MISTAKES = [
     Mistake("W_o was left out: after the heads are merged back to (n, d_model), the result "
@@ -287,6 +291,12 @@ MHA_MISTAKES = [
     Mistake("the mask was ignored: pass it on to the attention of every head (with a causal "
             "mask, no token may attend to a later one).",
             lambda *a, mask=None: _mha(*a, mask, use_mask=False)),
+    Mistake(_INVERTED, lambda *a, mask=None: _mha(*a, None if mask is None else ~mask)),
+    Mistake(_INVERTED, lambda *a, mask=None: _mha(*a, None if mask is None else ~mask, fill=-1e30)),
+    Mistake("a causal mask was applied although none was given: with mask=None every token "
+            "attends to every token. Pass on the mask you are given, and only that.",
+            lambda *a, mask=None: _mha(*a, reference.causal_mask(a[0].shape[0]) if mask is None
+                                       else mask)),
     Mistake("W_o was used transposed: the merged heads (n, d_model) are multiplied by W_o "
             "as it is.",
             lambda *a, mask=None: _mha(*a, mask, W_o_T=True)),

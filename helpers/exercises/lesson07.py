@@ -31,6 +31,7 @@ multi_head_attention_backward
 import numpy as np
 
 from .. import reference
+from ..measure import format_bytes, traced_peak
 from ..checking import Case, Exercise, Mistake
 from ._cases import chooser, distinct, sizer
 from ._lesson07_numerical import NUMERICAL_GRADIENT_MISTAKES, make_numerical_gradient_cases
@@ -121,6 +122,37 @@ SOFTMAX_BACKWARD_MISTAKES = [
             "sum(dy * y). Sum along axis, with keepdims=True.",
             lambda y, dy, axis=-1: y * (dy - np.sum(dy * y))),
 ]
+
+
+#: The memory probe's rows and row length: one row's (n, n) Jacobian is 8 MiB in float64 (1 MiB
+#: even at one byte per entry), where the formula's arrays are the size of y, 16 KiB.
+PROBE_ROWS, PROBE_N = 2, 1024
+
+
+def jacobian_message(fn, rows=PROBE_ROWS, n=PROBE_N):
+    """Say so when ``fn(y, dy)`` holds an ``(n, n)`` array (a row's Jacobian) on rows of ``n``.
+
+    Traces the peak memory of ``fn`` on ``rows`` softmax rows of length ``n``. The formula
+    ``y * (dy - sum(dy * y))`` needs a few arrays the size of ``y`` (``rows * n * 8``
+    bytes each); the Jacobian ``diag(y) - y y^T`` of one row is ``n * n`` entries, more
+    than ``n * n`` bytes whatever its dtype.
+
+    Returns
+    -------
+    str or None
+        A message for the learner, or None when the peak stays below ``n * n`` bytes.
+    """
+    rng = np.random.default_rng(0)
+    y = reference.softmax(rng.standard_normal((rows, n)))    # (rows, n), made before tracing
+    dy = rng.standard_normal((rows, n))
+    peak = traced_peak(lambda: fn(y, dy))
+    if peak < n * n:
+        return None
+    return (f"it gives the right numbers, but on y and dy of shape ({rows}, {n}) it allocated "
+            f"{format_bytes(peak)} at its peak: at least what one row's ({n}, {n}) Jacobian takes "
+            f"({format_bytes(n * n * 8)} in float64), where y itself is {format_bytes(rows * n * 8)}. "
+            f"The exercise asks for dx without building the Jacobian: use the formula from the "
+            f"text, one product and one sum per row.")
 
 
 # ------------------------------------------------------------------ attention_backward
@@ -388,6 +420,7 @@ EXERCISES = [
         outputs=("dx",),
         rtol=1e-6,
         atol=1e-10,
+        inspect=jacobian_message,
     ),
     Exercise(
         name="attention_backward",

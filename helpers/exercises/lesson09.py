@@ -4,26 +4,38 @@ How the cases make each known mistake show, in the order a check meets them:
 
 sinusoidal_encoding
     the first case has 6 positions and ``d_model = 8`` at the default base: sin and cos
-    swapped, the exponent ``i/d`` (pair index) instead of ``2i/d``, the column index
+    swapped, the exponent ``i/d`` (pair index) or ``4i/d`` instead of ``2i/d``, the column index
     ``j/d`` (which differs on the cos columns only), positions counted from 1, the
     split-halves layout (all sines, then all cosines), the angle multiplied instead of
     divided and a transposed table all differ there, and from each other. The second
-    case has ``base=100`` (a function that ignores ``base`` shows). ``d_model >= 4``
-    everywhere but one case (with two columns the two layouts coincide).
+    case has ``base=50`` (a function that ignores ``base`` shows; not 100, where the exponent
+    ``4i/d`` gives exactly base 10000's angles). ``d_model >= 4``
+    everywhere but one case (with two columns the two layouts coincide). An integer table
+    and a float32 one (right, or in split halves) are named by their dtype. The last case is
+    a longer table (40 positions; hidden: 50 to 80).
 rope
     the first case has consecutive positions 0..n-1; the second has positions out of
     order and with gaps (a function that ignores ``positions`` and uses 0..n-1 shows
-    there), then ``base=100``, a batch of heads ``(h, n, d)``, ``d = 2``. The angle's
+    there), then ``base=50``, a batch of heads ``(h, n, d)``, ``d = 2``. The angle's
     sign, the split-halves pairs (the other convention), ``i/d``, positions counted from
     1 and a rotation that computes its second coordinate from the already-rotated first
     all differ on the first case, and from each other (``d >= 4``).
+    Then negative positions given as a list, two leading axes ``(B, h, n, d)``, and (hidden)
+    a table longer than any visible one. The exponent ``4i/d`` and cos and sin swapped
+    inside the rotation differ on the first case too.
 rotary_attention
-    ``d_v`` is even in the first cases so a function that rotates V too returns a
-    value (wrong) instead of raising; rotating only q, or only k, differs as well.
-    Then a causal mask and a leading head axis.
+    the first case has positions with gaps, so a function that numbers the rows 0..n-1
+    itself differs there (RoPE depends on offsets only, so consecutive positions, however
+    far along, cannot show it). ``d_v`` is even in the first cases so a function that
+    rotates V too returns a value (wrong) instead of raising; rotating only q, or only k,
+    differs as well. The second case has a causal mask (a function that does not pass the
+    mask on shows there), then positions as a list, two leading axes, a fully masked row,
+    negative positions as a tuple, and (hidden) a long sequence.
 rope_backward
     the forward rotation instead of its inverse, ``d_out`` returned unrotated, the
-    split-halves pairs and ``-rope(d_out)`` all differ on the first case.
+    split-halves pairs and ``-rope(d_out)`` all differ on the first case; the second has
+    ``base=100`` (base not passed on); then positions as a list and as a tuple (``-positions``
+    of a list raises), two leading axes and negative positions.
 
 Tolerances: ``rtol=1e-6, atol=1e-10``: any order of the same operations agrees to about 1e-15.
 """
@@ -39,30 +51,31 @@ LESSON = "09_position"
 
 # ------------------------------------------------------------------ sinusoidal_encoding
 def make_sinusoidal_cases(rng, hidden):
-    specs = [(6, 8, None), (5, 4, 100.0), (3, 12, None), (1, 2, None), (9, 6, 10.0)]
+    specs = [(6, 8, None), (5, 4, 50.0), (3, 12, None), (1, 2, None), (9, 6, 10.0), (40, 16, None)]
     if hidden:   # the grader's sizes, drawn afresh for each grading run
         even = lambda low, high: 2 * int(rng.integers(low, high + 1))
         size = sizer(rng)
         specs = [(size(4, 9), even(3, 6), None), (size(3, 7), even(2, 4), float(rng.choice([50.0, 300.0]))),
-                 (size(2, 5), even(5, 8), None), (1, 2, None), (size(6, 12), even(2, 5), 10.0)]
+                 (size(2, 5), even(5, 8), None), (1, 2, None), (size(6, 12), even(2, 5), 10.0),
+                 (size(50, 80), even(8, 16), None)]      # longer than any visible table
     return [Case((n, d), {} if base is None else {"base": base},
                  label=f"n={n}, d_model={d}" + ("" if base is None else f", base={base}"))
             for n, d, base in specs]
 
 
 def _table(n, d_model, base=10000.0, *, swap=False, exponent="2i", start=0, halves=False,
-           multiply=False, transpose=False, ignore_base=False):
+           multiply=False, transpose=False, ignore_base=False, dtype=float):
     """The sinusoidal table with switchable mistakes (all defaults: the right answer)."""
     base = 10000.0 if ignore_base else base
     p = np.arange(start, start + n)[:, None]                    # (n, 1)
     i = np.arange(d_model // 2)[None, :]                        # (1, d/2)
-    power = i if exponent == "i" else 2 * i                     # "j": fixed below
+    power = {"i": i, "4i": 4 * i}.get(exponent, 2 * i)          # "j": fixed below
     freq = base ** (power / d_model)
     angle = p * freq if multiply else p / freq                  # (n, d/2)
     first, second = (np.cos(angle), np.sin(angle)) if swap else (np.sin(angle), np.cos(angle))
     if exponent == "j":                                         # each column its own index j
         second = np.cos(p / base ** ((2 * i + 1) / d_model))
-    PE = np.empty((n, d_model))
+    PE = np.zeros((n, d_model), dtype=dtype)                    # assigning casts to dtype
     if halves:
         PE[:, : d_model // 2], PE[:, d_model // 2:] = first, second
     else:
@@ -80,6 +93,10 @@ SINUSOIDAL_MISTAKES = [
     _pe_mistake("the exponent is i/d_model with i the pair's index: it is 2i/d_model. Pair i "
                 "(columns 2i and 2i + 1) turns at 1 / base**(2i/d_model), so the last pair is "
                 "the slowest, at about 1 / base.", exponent="i"),
+    _pe_mistake("the exponent is 4i/d_model: the factor 2 is there twice (the column index "
+                "2i = 0, 2, 4, ... was doubled again). Pair i, in columns 2i and 2i + 1, turns "
+                "at 1 / base**(2i/d_model): with the column index j = 2i that is "
+                "1 / base**(j/d_model).", exponent="4i"),
     _pe_mistake("the cos columns use the exponent (2i + 1)/d_model: both columns of pair i "
                 "share one angle, p / base**(2i/d_model) (the column index of the sine).",
                 exponent="j"),
@@ -94,21 +111,34 @@ SINUSOIDAL_MISTAKES = [
     _pe_mistake("the table is transposed: one row per position, shape (n, d_model).", transpose=True),
     _pe_mistake("base is ignored (10000 is used): use the base the function is given.",
                 ignore_base=True),
+    _pe_mistake("the table holds whole numbers: it was made with an integer dtype (e.g. "
+                "np.zeros(..., dtype=int)), so every sine and cosine was cut to 0 (or 1). "
+                "Make it a float table.", dtype=int),
+    _pe_mistake("PE is float32: its values are right to float32's precision, but the table is "
+                "float64 here (NumPy's default: the positions are whole numbers, and nothing "
+                "asks for float32). Leave out dtype=np.float32 or .astype(np.float32).",
+                dtype=np.float32),
+    _pe_mistake("all the sines come first and all the cosines after them (split halves): a valid "
+                "layout, but not this course's, where column 2i holds the sine and column 2i + 1 "
+                "the cosine. (The table is also float32: leave it float64, NumPy's default.)",
+                halves=True, dtype=np.float32),
 ]
 
 
 # ------------------------------------------------------------------ rope
 def _rope(x, positions, base=10000.0, *, sign=1, halves=False, exponent="2i", offset=0,
-          ignore_positions=False, sequential=False, ignore_base=False):
+          ignore_positions=False, sequential=False, ignore_base=False, swap_cos_sin=False):
     """rope with switchable mistakes (all defaults: the right answer)."""
     x = np.asarray(x, dtype=float)
     n, d = x.shape[-2:]
     base = 10000.0 if ignore_base else base
     p = np.arange(n) if ignore_positions else np.asarray(positions)
     i = np.arange(d // 2)
-    power = {"2i": 2 * i, "i": i}[exponent]
+    power = {"2i": 2 * i, "i": i, "4i": 4 * i}[exponent]
     angle = sign * (p[:, None] + offset) * base ** (-power / d)         # (n, d/2)
     cos, sin = np.cos(angle), np.sin(angle)
+    if swap_cos_sin:
+        cos, sin = sin, cos
     cols_a, cols_b = (i, i + d // 2) if halves else (2 * i, 2 * i + 1)
     a, b = x[..., cols_a], x[..., cols_b]
     new_a = a * cos - b * sin
@@ -123,8 +153,11 @@ def _rope_mistake(message, **switches):
 
 
 def _rope_case(rng, shape, positions, label, base=None):
+    """A case; the positions as a tuple or a list when the label says so, else an array."""
     x = rng.standard_normal(shape)
-    return Case((x, tuple(int(v) for v in positions) if label.startswith("a tuple") else np.asarray(positions)),
+    values = [int(v) for v in positions]
+    given = (tuple(values) if "tuple" in label else values if "list" in label else np.asarray(values))
+    return Case((x, given),
                 {} if base is None else {"base": base},
                 label=f"{label}: x {shape}, positions {list(positions)}"
                       + ("" if base is None else f", base={base}"))
@@ -136,20 +169,26 @@ def make_rope_cases(rng, hidden):
         n, d = size(3, 6), 2 * size(2, 4)
         m = size(4, 7)
         gaps = rng.choice(np.arange(1, 40), size=m, replace=False)
-        h, nb = size(2, 3), size(3, 5)
+        h, nb, long = size(2, 3), size(3, 5), size(30, 60)
         return [
             _rope_case(rng, (n, d), range(n), "consecutive positions"),
             _rope_case(rng, (m, 2 * size(2, 4)), gaps, "positions out of order, with gaps"),
             _rope_case(rng, (3, 2 * size(2, 3)), [int(v) for v in rng.integers(0, 20, size=3)],
                        "a tuple of positions", base=float(rng.choice([50.0, 500.0]))),
             _rope_case(rng, (h, nb, 2 * size(2, 3)), rng.integers(0, 30, size=nb), "a head axis (h, n, d)"),
+            _rope_case(rng, (3, 4), [-size(1, 9), 0, size(1, 9)], "negative positions, as a list"),
+            _rope_case(rng, (2, h, 3, 4), rng.integers(0, 30, size=3), "two leading axes (B, h, n, d)"),
+            _rope_case(rng, (long, 2 * size(4, 8)), rng.permutation(long) * size(1, 3),
+                       "a long table, positions out of order"),
             _rope_case(rng, (2, 2), [size(1, 5), size(6, 12)], "d = 2"),
         ]
     return [
         _rope_case(rng, (4, 6), range(4), "consecutive positions"),
         _rope_case(rng, (5, 8), [3, 0, 7, 1, 12], "positions out of order, with gaps"),
-        _rope_case(rng, (3, 4), [5, 6, 7], "a tuple of positions", base=100.0),
+        _rope_case(rng, (3, 4), [5, 6, 7], "a tuple of positions", base=50.0),
         _rope_case(rng, (2, 3, 6), [2, 0, 9], "a head axis (h, n, d)"),
+        _rope_case(rng, (3, 4), [-4, 0, 2], "negative positions, as a list"),
+        _rope_case(rng, (2, 2, 3, 4), [4, 1, 0], "two leading axes (B, h, n, d)"),
         _rope_case(rng, (2, 2), [1, 4], "d = 2"),
     ]
 
@@ -166,6 +205,12 @@ ROPE_MISTAKES = [
     _rope_mistake(_CONVENTION, halves=True),
     _rope_mistake("the exponent is i/d with i the pair's index: it is 2i/d. Pair i turns by "
                   "position * base**(-2i/d).", exponent="i"),
+    _rope_mistake("the exponent is 4i/d: the factor 2 is there twice (the column index 2i = 0, 2, "
+                  "4, ... was doubled again). Pair i, in columns 2i and 2i + 1, turns by "
+                  "position * base**(-2i/d).", exponent="4i"),
+    _rope_mistake("cos and sin are swapped inside the rotation: a pair (a, b) at angle t becomes "
+                  "(a cos t - b sin t, a sin t + b cos t). At position 0 (t = 0) nothing may "
+                  "change, and cos 0 = 1, sin 0 = 0.", swap_cos_sin=True),
     _rope_mistake("the positions are off by one (counted from 1): rotate row r by the angle of "
                   "positions[r] itself, so a token at position 0 is not rotated at all.", offset=1),
     _rope_mistake("the positions given are ignored (rows are numbered 0, 1, 2, ...): row r "
@@ -180,79 +225,121 @@ ROPE_MISTAKES = [
 
 # ------------------------------------------------------------------ rotary_attention
 def _attention_case(rng, batch, n, d_k, d_v, label, mask=None, positions=None):
+    """A case; the positions as a tuple or a list when the label says so, else an array."""
     Q, K = rng.standard_normal((*batch, n, d_k)), rng.standard_normal((*batch, n, d_k))
     V = rng.standard_normal((*batch, n, d_v))
-    positions = np.arange(n) if positions is None else np.asarray(positions)
+    values = list(range(n)) if positions is None else [int(v) for v in positions]
+    given = (tuple(values) if "tuple" in label else values if "list" in label else np.asarray(values))
     kwargs = {} if mask is None else {"mask": mask}
-    return Case((Q, K, V, positions), kwargs,
-                label=f"{label}: Q, K {Q.shape}, V {V.shape}, positions {positions.tolist()}"
+    return Case((Q, K, V, given), kwargs,
+                label=f"{label}: Q, K {Q.shape}, V {V.shape}, positions {values}"
                       + ("" if mask is None else ", a mask"))
 
 
+def _fully_masked_row(n):
+    """A causal mask whose first row blocks every key (a query that may see nothing)."""
+    mask = reference.causal_mask(n)
+    mask[0] = False
+    return mask
+
+
 def make_rotary_attention_cases(rng, hidden):
-    size = sizer(rng) if hidden else None
-    if hidden:
-        n, m = size(4, 7), size(3, 6)
+    """Every case but "a single token" has positions that are not 0..n-1 (a shift, gaps, order)."""
+    if not hidden:
         return [
-            _attention_case(rng, (), n, 2 * size(2, 4), 2 * size(1, 3), "self-attention"),
-            _attention_case(rng, (), m, 2 * size(2, 3), 2 * size(1, 2), "causal mask",
-                            reference.causal_mask(m), positions=np.arange(3, 3 + m)),
-            _attention_case(rng, (size(2, 3),), size(3, 5), 4, 2, "a head axis (h, n, d)"),
-            _attention_case(rng, (), 1, 4, 2, "a single token", positions=[size(1, 9)]),
+            _attention_case(rng, (), 5, 6, 4, "positions with gaps", positions=[0, 3, 4, 9, 10]),
+            _attention_case(rng, (), 4, 4, 2, "causal mask, a window later in the text",
+                            reference.causal_mask(4), positions=[40, 41, 43, 47]),
+            _attention_case(rng, (2,), 3, 4, 2, "a head axis (h, n, d), positions as a list",
+                            positions=[2, 5, 6]),
+            _attention_case(rng, (2, 2), 3, 4, 2, "two leading axes (B, h, n, d)", positions=[1, 4, 2]),
+            _attention_case(rng, (), 4, 4, 2, "a fully masked row", _fully_masked_row(4),
+                            positions=[0, 2, 5, 6]),
+            _attention_case(rng, (), 4, 4, 2, "negative positions, as a tuple", positions=[-3, -1, 0, 4]),
+            _attention_case(rng, (), 1, 4, 2, "a single token", positions=[3]),
         ]
+    size = sizer(rng)
+    n, m, long = size(4, 7), size(3, 6), size(24, 40)
+    gaps = lambda count, top: np.sort(rng.choice(top, size=count, replace=False))
     return [
-        _attention_case(rng, (), 5, 6, 4, "self-attention"),
-        _attention_case(rng, (), 4, 4, 2, "causal mask", reference.causal_mask(4),
-                        positions=[7, 8, 9, 10]),
-        _attention_case(rng, (2,), 3, 4, 2, "a head axis (h, n, d)"),
-        _attention_case(rng, (), 1, 4, 2, "a single token", positions=[3]),
+        _attention_case(rng, (), n, 2 * size(2, 4), 2 * size(1, 3), "positions with gaps",
+                        positions=gaps(n, 30)),
+        _attention_case(rng, (), m, 2 * size(2, 3), 2 * size(1, 2), "causal mask, a window later in the text",
+                        reference.causal_mask(m), positions=size(20, 90) + gaps(m, 2 * m)),
+        _attention_case(rng, (size(2, 3),), 3, 4, 2, "a head axis (h, n, d), positions as a list",
+                        positions=rng.permutation(12)[:3]),
+        _attention_case(rng, (2, size(2, 3)), 3, 4, 2, "two leading axes (B, h, n, d)",
+                        positions=gaps(3, 20)),
+        _attention_case(rng, (), m, 4, 2, "a fully masked row", _fully_masked_row(m), positions=gaps(m, 25)),
+        _attention_case(rng, (), 4, 4, 2, "negative positions, as a tuple", positions=gaps(4, 20) - 10),
+        _attention_case(rng, (), long, 2 * size(2, 4), 4, "a long sequence with gaps",
+                        reference.causal_mask(long), positions=gaps(long, 3 * long)),
+        _attention_case(rng, (), 1, 4, 2, "a single token", positions=[size(1, 9)]),
     ]
 
 
-def _rotary(Q, K, V, positions, mask=None, *, rotate=("q", "k")):
+def _rotary(Q, K, V, positions, mask=None, *, rotate=("q", "k"), own_positions=False, use_mask=True):
+    if own_positions:                                   # rows numbered 0..n-1, whatever was given
+        positions = np.arange(np.shape(Q)[-2])
     Q = reference.rope(Q, positions) if "q" in rotate else Q
     K = reference.rope(K, positions) if "k" in rotate else K
     V = reference.rope(V, positions) if "v" in rotate else V
-    return reference.scaled_dot_product_attention(Q, K, V, mask)
+    return reference.scaled_dot_product_attention(Q, K, V, mask if use_mask else None)
+
+
+def _rotary_mistake(message, **switches):
+    return Mistake(message, lambda Q, K, V, positions, mask=None: _rotary(Q, K, V, positions, mask,
+                                                                          **switches))
 
 
 ROTARY_ATTENTION_MISTAKES = [
-    Mistake("V was rotated too: RoPE rotates only q and k, so that their *scores* depend on "
-            "the offset. The values are what a query takes from a token, and stay as they are.",
-            lambda Q, K, V, positions, mask=None: _rotary(Q, K, V, positions, mask, rotate="qkv")),
-    Mistake("only Q was rotated: rotate both Q and K (each by its own token's position), so "
-            "that q_m . k_n depends on m - n.",
-            lambda Q, K, V, positions, mask=None: _rotary(Q, K, V, positions, mask, rotate="q")),
-    Mistake("only K was rotated: rotate both Q and K (each by its own token's position), so "
-            "that q_m . k_n depends on m - n.",
-            lambda Q, K, V, positions, mask=None: _rotary(Q, K, V, positions, mask, rotate="k")),
-    Mistake("nothing was rotated: apply rope to Q and to K before the scores.",
-            lambda Q, K, V, positions, mask=None: _rotary(Q, K, V, positions, mask, rotate=())),
+    _rotary_mistake("V was rotated too: RoPE rotates only q and k, so that their *scores* depend on "
+                    "the offset. The values are what a query takes from a token, and stay as they are.",
+                    rotate="qkv"),
+    _rotary_mistake("only Q was rotated: rotate both Q and K (each by its own token's position), so "
+                    "that q_m . k_n depends on m - n.", rotate="q"),
+    _rotary_mistake("only K was rotated: rotate both Q and K (each by its own token's position), so "
+                    "that q_m . k_n depends on m - n.", rotate="k"),
+    _rotary_mistake("nothing was rotated: apply rope to Q and to K before the scores.", rotate=()),
+    _rotary_mistake("the positions given are ignored (the rows are numbered 0, 1, 2, ...): with gaps "
+                    "between the positions the offsets change, and so do the scores. Rotate each "
+                    "row by the angle of its own position, positions[r].", own_positions=True),
+    _rotary_mistake("the mask was not passed on: the scores of blocked keys must be left out "
+                    "(hand mask to the attention you call).", use_mask=False),
 ]
 
 
 # ------------------------------------------------------------------ rope_backward
 def _backward_case(rng, shape, positions, label, base=None):
+    """A case; the positions as a tuple or a list when the label says so, else an array."""
     d_out = rng.standard_normal(shape)
-    return Case((d_out, np.asarray(positions)), {} if base is None else {"base": base},
-                label=f"{label}: d_out {shape}, positions {list(positions)}"
+    values = [int(v) for v in positions]
+    given = (tuple(values) if "tuple" in label else values if "list" in label else np.asarray(values))
+    return Case((d_out, given), {} if base is None else {"base": base},
+                label=f"{label}: d_out {shape}, positions {values}"
                       + ("" if base is None else f", base={base}"))
 
 
 def make_rope_backward_cases(rng, hidden):
     if hidden:
         size = sizer(rng)
-        n, m = size(3, 6), size(3, 5)
+        n, m, long = size(3, 6), size(3, 5), size(30, 60)
         return [
             _backward_case(rng, (n, 2 * size(2, 4)), np.arange(n), "consecutive positions"),
             _backward_case(rng, (m, 2 * size(2, 3)), rng.choice(30, size=m, replace=False),
                            "positions out of order", base=float(rng.choice([50.0, 500.0]))),
             _backward_case(rng, (2, 3, 4), [size(0, 9), size(10, 19), size(20, 29)], "a head axis (h, n, d)"),
+            _backward_case(rng, (2, 4, 6), rng.permutation(10)[:4], "positions as a list"),
+            _backward_case(rng, (2, 2, 3, 4), [-size(1, 9), 0, size(1, 9)],
+                           "two leading axes, negative positions, as a tuple"),
+            _backward_case(rng, (long, 8), rng.permutation(long), "a long table"),
         ]
     return [
         _backward_case(rng, (4, 6), range(4), "consecutive positions"),
         _backward_case(rng, (3, 4), [9, 2, 5], "positions out of order", base=100.0),
         _backward_case(rng, (2, 3, 4), [1, 0, 6], "a head axis (h, n, d)"),
+        _backward_case(rng, (2, 4, 6), [3, 0, 8, 1], "positions as a list"),
+        _backward_case(rng, (2, 2, 3, 4), [-5, 0, 3], "two leading axes, negative positions, as a tuple"),
     ]
 
 
@@ -269,6 +356,9 @@ ROPE_BACKWARD_MISTAKES = [
     Mistake("the whole gradient has the wrong sign: -rope(d_out) is not a rotation back. "
             "Turn each pair by the opposite angle.",
             lambda d_out, positions, base=10000.0: -reference.rope(d_out, positions, base)),
+    Mistake("base was not passed on: the rotation back uses 10000 whatever base it is given. "
+            "Hand base to the rotation you call.",
+            lambda d_out, positions, base=10000.0: _rope(d_out, positions, sign=-1)),
 ]
 
 

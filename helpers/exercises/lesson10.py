@@ -1,4 +1,4 @@
-"""Lesson 10 exercises: ``residual_attention_backward`` and ``ablated_stack``.
+"""Lesson 10 exercises: ``residual_attention_backward``, ``ablated_stack`` and ``patched_stack``.
 
 How the cases make each known mistake show, in the order a check meets them:
 
@@ -11,12 +11,22 @@ residual_attention_backward
     shows), one head, and a batch of sentences ``(B, n, d_model)`` (the lesson's use).
 ablated_stack
     the first case is two layers, one head, layer 1's update removed at one token per
-    sentence, a different token in each of three sentences: removing it in layer 2
-    (layers counted from 0), in every layer, at every token, at sentence 0's token in
-    every sentence, zeroing the whole stream there, masking attention *to* the token,
-    forgetting the residual or returning layer 1's weights all give other numbers.
-    Then three layers and two heads with two tokens per sentence, a causal mask, the
-    last layer (only the stream changes, not the weights), and a single layer.
+    sentence, a different token in each of three or four sentences, with more tokens than
+    sentences: removing it in layer 2 (layers counted from 0), in every layer, at every
+    token, at sentence 0's token in every sentence, at every sentence's tokens in all
+    (``keep[:, positions]``), zeroing the whole stream there or the layer's input, masking
+    attention *to* the token, forgetting the residual or returning layer 1's weights all
+    give other numbers. Then three layers and two heads with two tokens per sentence (where
+    using only ``positions[b, 0]`` shows), a causal mask (a dropped mask shows), the last
+    layer (only the stream changes, not the weights), and a single layer.
+patched_stack
+    the first case is three layers, one head, layer 2 patched at one token per sentence
+    from a source close to each sentence: the own update, a zero, the source's stream, the
+    update of layer 2 run on the source's embeddings (skipping layer 1), the two runs
+    swapped, source sentence 0 for all, the wrong layer, every layer, every position,
+    sentence 0's positions, no residual or the patched layer's weights all give other
+    numbers. Then two layers and two heads with two tokens, a causal mask, the last layer
+    and a single layer.
 
 Tolerances: ``rtol=1e-6, atol=1e-10``; every order of the same operations agrees to
 about 1e-14 here.
@@ -119,7 +129,9 @@ def make_stack_cases(rng, hidden):
     if hidden:   # the grader's sizes, drawn afresh for each grading run
         size = sizer(rng)
         n_causal = size(4, 7)
-        specs = [(size(3, 4), size(4, 7), 2 * size(2, 3), 2, 1, 1, 1, "two layers, layer 1"),
+        # the first case has more tokens than sentences: the positions of all sentences
+        # together never cover every token (so keep[:, positions] differs from "everywhere")
+        specs = [(size(3, 4), size(5, 7), 2 * size(2, 3), 2, 1, 1, 1, "two layers, layer 1"),
                  (size(2, 3), size(5, 7), 2 * size(2, 3), 3, 2, 2, 2, "three layers, layer 2"),
                  (2, n_causal, 4, 2, 1, 1, 2, "a causal mask", reference.causal_mask(n_causal)),
                  (size(2, 3), size(4, 6), 6, 2, 3, 2, 1, "the last layer"),
@@ -148,26 +160,33 @@ def _attend(X, matrices, num_heads, mask, hide=None):
 
 
 def _stack(X, layers, num_heads, layer, positions, mask=None, *, which="right", where="given",
-           how="update", residual=True, weights_of="last"):
+           how="update", residual=True, weights_of="last", use_mask=True):
     """ablated_stack with one thing done wrong, for the mistakes below."""
     B, n = X.shape[:2]
+    mask = mask if use_mask else None
     chosen = np.zeros((B, n), dtype=bool)
     picked = positions if where == "given" else np.broadcast_to(positions[0], positions.shape)
+    if where == "first column":                                   # positions[b, 0] only
+        picked = positions[:, :1]
     chosen[np.arange(B)[:, None], picked] = True
+    if where == "all sentences'":                                 # keep[:, positions] = 0
+        chosen[:, np.unique(positions)] = True
     if where == "everywhere":
         chosen[:] = True
     targets = {"right": [layer], "from 0": [layer + 1], "every": range(1, len(layers) + 1),
                "none": []}[which]
     kept = None
-    for l, matrices in enumerate(layers, start=1):
-        hide = chosen if (l in targets and how == "keys") else None
+    for number, matrices in enumerate(layers, start=1):
+        if number in targets and how == "input":                  # the layer's input zeroed there
+            X = np.where(chosen[..., None], 0.0, X)
+        hide = chosen if (number in targets and how == "keys") else None
         out, weights = _attend(X, matrices, num_heads, mask, hide)
-        if l in targets and how == "update":
+        if number in targets and how == "update":
             out = np.where(chosen[..., None], 0.0, out)
         X = X + out if residual else out
-        if l in targets and how == "stream":
+        if number in targets and how == "stream":
             X = np.where(chosen[..., None], 0.0, X)
-        if l == layer:
+        if number == layer:
             kept = weights
     return X, (kept if weights_of == "ablated" else weights)
 
@@ -193,10 +212,120 @@ STACK_MISTAKES = [
                    "in sentence b.", where="everywhere"),
     _stack_mistake("every sentence used sentence 0's positions: sentence b's are positions[b].",
                    where="first"),
+    _stack_mistake("every sentence lost the update at *all* sentences' positions (as `keep[:, positions]` "
+                   "does): sentence b's are positions[b] only, so index the rows too.",
+                   where="all sentences'"),
+    _stack_mistake("the mask was ignored: pass it on to every layer's attention (each layer uses "
+                   "the same mask).", use_mask=False),
+    _stack_mistake("the layer's *input* was zeroed at those positions: the layer runs on the stream as "
+                   "it is; only what it adds there (its output at those positions) is removed.",
+                   how="input"),
+    _stack_mistake("only the first position of each sentence was used: positions[b] may hold several "
+                   "tokens (positions is (B, k)); remove the update at all k of them.",
+                   where="first column"),
     _stack_mistake("the residual connection is missing: each layer *adds* its output to its "
                    "input, X = X + out (not X = out).", residual=False),
     _stack_mistake("the weights returned are the ablated layer's: return the *last* layer's "
                    "weights (where the pointer reads).", weights_of="ablated"),
+]
+
+
+# ------------------------------------------------------------------ patched_stack
+def _patch_case(rng, B, n, d_model, num_layers, num_heads, layer, k, label, mask=None):
+    case = _stack_case(rng, B, n, d_model, num_layers, num_heads, layer, k, label, mask)
+    X, layers, num_heads, layer, positions = case.args
+    X_source = X + rng.standard_normal(X.shape)             # another sentence, close to each
+    return Case((X, X_source, layers, num_heads, layer, positions), case.kwargs,
+                label=case.label.replace(f"X {X.shape}", f"X and X_source {X.shape}"))
+
+
+def make_patch_cases(rng, hidden):
+    if hidden:   # the grader's sizes, drawn afresh for each grading run
+        size = sizer(rng)
+        n_causal = size(4, 7)
+        specs = [(size(3, 4), size(4, 7), 2 * size(2, 3), 3, 1, 2, 1, "three layers, layer 2"),
+                 (size(2, 3), size(5, 7), 2 * size(2, 3), 2, 2, 1, 2, "two layers, layer 1"),
+                 (2, n_causal, 4, 2, 1, 2, 2, "a causal mask", reference.causal_mask(n_causal)),
+                 (size(2, 3), size(4, 6), 6, 2, 3, 2, 1, "the last layer"),
+                 (2, size(3, 5), 4, 1, 1, 1, 1, "a single layer")]
+    else:
+        specs = [(3, 5, 4, 3, 1, 2, 1, "three layers, layer 2"),
+                 (2, 6, 6, 2, 2, 1, 2, "two layers, layer 1"),
+                 (2, 5, 4, 2, 1, 2, 2, "a causal mask", reference.causal_mask(5)),
+                 (2, 4, 4, 2, 2, 2, 1, "the last layer"),
+                 (2, 4, 4, 1, 1, 1, 1, "a single layer")]
+    return [_patch_case(rng, *spec) for spec in specs]
+
+
+def _patched(X, X_source, layers, num_heads, layer, positions, mask=None, *, source="run",
+             what="update", which="right", where="given", residual=True, weights_of="last",
+             use_mask=True):
+    """patched_stack with one thing done wrong, for the mistakes below."""
+    mask = mask if use_mask else None
+    B, n = X.shape[:2]
+    chosen = np.zeros((B, n), dtype=bool)
+    picked = positions if where == "given" else np.broadcast_to(positions[0], positions.shape)
+    chosen[np.arange(B)[:, None], picked] = True
+    if where == "everywhere":
+        chosen[:] = True
+    targets = {"right": [layer], "from 0": [layer + 1], "every": range(1, len(layers) + 1)}[which]
+    run, lend = (X, X_source) if source != "swapped" else (X_source, X)
+    if source == "sentence 0":
+        lend = np.broadcast_to(X_source[:1], X_source.shape)
+    # the source run: every layer's update and stream
+    updates, streams, S = {}, {}, lend
+    for number, matrices in enumerate(layers, start=1):
+        inp = lend if source == "embeddings" else S              # "embeddings": this layer on X_source
+        updates[number] = reference.multi_head_attention(inp, *matrices, num_heads, mask)[0]
+        S = S + updates[number] if residual else updates[number]
+        streams[number] = S
+    kept = None
+    for number, matrices in enumerate(layers, start=1):
+        out, weights = reference.multi_head_attention(run, *matrices, num_heads, mask)
+        if number in targets and what != "stream":
+            given = {"update": updates.get(number, 0.0), "zero": 0.0, "own": out}[what]
+            out = np.where(chosen[..., None], given, out)
+        run = run + out if residual else out
+        if number in targets and what == "stream":
+            run = np.where(chosen[..., None], streams[number], run)
+        if number == layer:
+            kept = weights
+    return run, (kept if weights_of == "patched" else weights)
+
+
+def _patch_mistake(message, **switches):
+    return Mistake(message, lambda *a, mask=None: _patched(*a, mask, **switches))
+
+
+PATCH_MISTAKES = [
+    _patch_mistake("nothing was patched: the result is the plain run's. At the given positions, "
+                   "layer `layer` must add the *source* run's update, not its own.", what="own"),
+    _patch_mistake("the update was removed (set to 0), as in ablated_stack: patching *replaces* it "
+                   "with the source run's update at those positions.", what="zero"),
+    _patch_mistake("the source's whole stream was copied in at those positions: take only layer "
+                   "`layer`'s *update* from the source run (what that layer adds); the stream "
+                   "keeps what this run had before the layer.", what="stream"),
+    _patch_mistake("the source's update was computed by running layer `layer` on X_source itself: "
+                   "in the source run, layer `layer` sees the stream after the layers before it "
+                   "(run the source through layers 1 .. layer).", source="embeddings"),
+    _patch_mistake("the two runs are swapped: X is the run whose output is returned; X_source only "
+                   "lends layer `layer`'s update.", source="swapped"),
+    _patch_mistake("every sentence was patched from source sentence 0: sentence b takes its update "
+                   "from source sentence b.", source="sentence 0"),
+    _patch_mistake("the wrong layer was patched (one layer too late): layers are counted from 1, "
+                   "so layer=1 is the first layer, layers[0].", which="from 0"),
+    _patch_mistake("every layer was patched: patch layer `layer` only; the other layers add their "
+                   "own updates.", which="every"),
+    _patch_mistake("the update was patched at every position: patch it only at positions[b] in "
+                   "sentence b.", where="everywhere"),
+    _patch_mistake("every sentence used sentence 0's positions: sentence b's are positions[b].",
+                   where="first"),
+    _patch_mistake("the residual connection is missing: each layer *adds* its output to its input, "
+                   "X = X + out (not X = out), in both runs.", residual=False),
+    _patch_mistake("the weights returned are the patched layer's: return the *last* layer's weights "
+                   "(where the pointer reads).", weights_of="patched"),
+    _patch_mistake("the mask was ignored: pass it on to every layer's attention, in both runs.",
+                   use_mask=False),
 ]
 
 
@@ -217,6 +346,16 @@ EXERCISES = [
         reference=reference.ablated_stack,
         make_cases=make_stack_cases,
         mistakes=STACK_MISTAKES,
+        outputs=("X_out", "weights"),
+        rtol=1e-6,
+        atol=1e-10,
+    ),
+    Exercise(
+        name="patched_stack",
+        lesson=LESSON,
+        reference=reference.patched_stack,
+        make_cases=make_patch_cases,
+        mistakes=PATCH_MISTAKES,
         outputs=("X_out", "weights"),
         rtol=1e-6,
         atol=1e-10,

@@ -1,5 +1,5 @@
-"""Lesson 11 exercises: ``grouped_query_attention``, ``sliding_window_mask`` and
-``attention_decode_step``.
+"""Lesson 11 exercises: ``grouped_query_attention``, ``sliding_window_mask``,
+``attention_decode_step`` and ``key_padding_mask``.
 
 How the cases tell the mistakes apart:
 
@@ -17,8 +17,18 @@ How the cases tell the mistakes apart:
   *longer* than the window (t = 5, window = 3), so a cache that is never cut (6 tokens),
   one cut before appending (4), one cut after attending (right cache, output over 4
   tokens) and one cut to ``window - 1`` (2) all differ; a full cache (t = window), an
-  empty one (the first token) and a window of 1 follow.
+  empty one (the first token), a window not yet full (t + 1 < window: a start index
+  ``t + 1 - window`` without ``max(0, ...)`` counts from the end) and a window of 1 follow.
+  The contract keeps the cache in order, oldest first: a cache with the right tokens in
+  another order (the new one first, or a rolling buffer's slots) is told so;
+- ``key_padding_mask``'s first case has lengths ``[3, 0, 5, 1]`` in 5 tokens: True and False
+  both occur, the inverted mask (PyTorch's True = blocked), one key too many, left padding,
+  the padding of queries instead of keys, the shapes ``(B, n)`` and ``(B, n, n)`` and a key
+  given to the empty sequence all differ (an empty sequence in the first case, so that a
+  mask right but for its dtype is told so, not taken for that last mistake); a batch of one
+  follows.
 
+Each mistake's simulator, with nothing switched on, is the reference (a test says so).
 The mistakes are written out here with NumPy; the tests (``tests/test_checks_lesson11.py``)
 feed the checks independently written wrong versions and assert these messages.
 """
@@ -29,6 +39,7 @@ import numpy as np
 
 from .. import reference
 from ..checking import Case, Exercise, Mistake
+from ..reference.inference import band
 from ._cases import sizer
 
 LESSON = "11_inference"
@@ -125,6 +136,20 @@ def _gqa(X, W_q, W_k, W_v, W_o, h, g, mask=None, *, pair="div", scale="d_head", 
     return (out @ W_o if use_W_o else out), maps
 
 
+def _gqa_reshaped(X, W_q, W_k, W_v, W_o, h, g, mask=None):
+    """Heads split by a reshape without a transpose (and merged back the same way)."""
+    n, d_model = X.shape
+    d_head = d_model // h
+    Q = (X @ W_q).reshape(h, n, d_head)                      # pieces of several tokens per "head"
+    K = np.repeat((X @ W_k).reshape(g, n, d_head), h // g, axis=0)
+    V = np.repeat((X @ W_v).reshape(g, n, d_head), h // g, axis=0)
+    S = Q @ np.swapaxes(K, 1, 2) / np.sqrt(d_head)
+    if mask is not None:
+        S = np.where(mask, S, -np.inf)
+    A = _softmax_rows(S)
+    return (A @ V).reshape(n, d_model) @ W_o, A
+
+
 _PAIRING = ("query head i used key/value head i % num_kv_heads (heads 0, 1, 2, 3 on kv heads "
             "0, 1, 0, 1): that is what np.tile does. The heads of a group are neighbours: query "
             "head i uses kv head i // (num_heads // num_kv_heads) (0, 0, 1, 1), which is what "
@@ -149,6 +174,11 @@ GQA_MISTAKES = [
             "one map per QUERY head, (num_heads, n, n). The heads of a group share keys but "
             "not queries, so their maps differ.",
             lambda *a, mask=None: _gqa(*a, mask, weights_out="per kv head")),
+    Mistake("the heads were split with a reshape and no transpose: reshaping (n, width) straight "
+            "to (heads, n, d_head) cuts the row-major data in order, so a 'head' gets pieces of "
+            "several tokens (lesson 04's trap). Cut each token's row into heads first, "
+            "(n, heads, d_head), then bring the head axis to the front; merge back the same way.",
+            _gqa_reshaped),
 ]
 
 
@@ -164,17 +194,23 @@ def window_cases(rng, hidden):
 
 def _band(n, low, high):
     """True where low <= i - j <= high."""
-    offset = np.arange(n)[:, None] - np.arange(n)[None, :]
-    return (offset >= low) & (offset <= high)
+    return band(np.arange(n), np.arange(n), low, high)
 
 
-def _window_must_be_bool(got, case):
+def _must_be_bool(got, case):
     dtype = np.asarray(got).dtype
     if dtype != np.bool_:
         return (f"the values are right but the dtype is {dtype}: return a boolean array "
                 f"(True = may attend), e.g. the comparison itself.")
     return None
 
+
+_INVERTED = ("the mask is inverted: it is True where a token may NOT attend (PyTorch's convention "
+             "for nn.MultiheadAttention's masks: True = blocked). In this course True means 'may "
+             "attend': True where {rule}, False elsewhere.")
+_ADDITIVE = ("this is an additive mask (0 where a token may attend, a large negative number where "
+             "it may not, to be added to the scores). Return the boolean mask itself: True where "
+             "{rule}, False elsewhere.")
 
 WINDOW_MISTAKES = [
     Mistake("each token sees window + 1 tokens (i - j <= window): the window counts the token "
@@ -201,6 +237,12 @@ WINDOW_MISTAKES = [
     Mistake("this is the causal mask: the window is not applied (a token sees every earlier "
             "token). Also require i - j < window.",
             lambda n, w: reference.causal_mask(n)),
+    Mistake(_INVERTED.format(rule="0 <= i - j < window"),
+            lambda n, w: ~reference.sliding_window_mask(n, w)),
+    Mistake(_ADDITIVE.format(rule="0 <= i - j < window"),
+            lambda n, w: np.where(reference.sliding_window_mask(n, w), 0.0, -np.inf)),
+    Mistake(_ADDITIVE.format(rule="0 <= i - j < window"),
+            lambda n, w: np.where(reference.sliding_window_mask(n, w), 0.0, -1e9)),
 ]
 
 
@@ -232,19 +274,21 @@ def decode_cases(rng, hidden):
     if hidden:   # the grader's sizes, drawn afresh for each grading run
         size = sizer(rng)
         h, g = [(4, 2), (6, 2), (6, 3), (8, 2), (8, 4)][int(rng.integers(5))]
-        w = size(2, 4)
+        w, t_short = size(2, 4), size(3, 5)
         shapes = [(h, g, size(2, 4), size(3, 7), None, f"{h} query heads, {g} kv heads", True),
                   (3, 3, size(2, 4), size(1, 4), None, "num_kv_heads left out", False),
                   (4, 2, size(2, 3), w + size(2, 3), w, "a cache longer than the window", True),
                   (h, 1, 2, w, w, "a full window (multi-query)", True),
+                  (2, 2, size(2, 3), t_short, t_short + size(2, 3), "a window not yet full", True),
                   (4, 2, 2, 0, None, "the first token", True),
                   (2, 1, size(2, 4), size(2, 4), 1, "a window of 1", True)]
     return [_decode_case(rng, *shape) for shape in shapes]
 
 
 def _decode(x, cache, W_q, W_k, W_v, W_o, h, num_kv_heads=None, window=None, *, pair="div",
-            scale="d_head", append="before", cut="after append", use_W_o=True, return_old=False):
-    """The decode step with one thing done wrong (a loop over query heads)."""
+            scale="d_head", append="before", cut="after append", use_W_o=True, return_old=False,
+            start="max(0, .)", order="kept"):
+    """The decode step with one thing done wrong (a loop over query heads); none: the reference."""
     g = h if num_kv_heads is None else num_kv_heads
     d_model = x.shape[0]
     d_head = d_model // h
@@ -257,7 +301,8 @@ def _decode(x, cache, W_q, W_k, W_v, W_o, h, num_kv_heads=None, window=None, *, 
     K_keep, V_keep = K, V                                  # what is returned
     if window is not None and cut in ("after append", "after attending", "window - 1"):
         keep = window - 1 if cut == "window - 1" else window
-        K_keep, V_keep = K[:, K.shape[1] - keep:], V[:, V.shape[1] - keep:]
+        first = K.shape[1] - keep if start == "negative" else max(0, K.shape[1] - keep)
+        K_keep, V_keep = K[:, first:], V[:, first:]
     K_seen, V_seen = (K_keep, V_keep) if cut != "after attending" else (K, V)
     if append == "after":                                 # attends to the earlier tokens only
         K_seen, V_seen = K_seen[:, :-1], V_seen[:, :-1]
@@ -266,6 +311,12 @@ def _decode(x, cache, W_q, W_k, W_v, W_o, h, num_kv_heads=None, window=None, *, 
                           @ V_seen[kv_of[i]] for i in range(h)])
     if use_W_o:
         out = out @ W_o
+    if order == "new first":                               # the same tokens, the new one first
+        K_keep, V_keep = np.roll(K_keep, 1, axis=1), np.roll(V_keep, 1, axis=1)
+    elif order == "rolling" and window is not None and K_old.shape[1] == window:
+        # a full ring buffer of `window` slots: the new token overwrites slot t % window = 0
+        K_keep, V_keep = K_old.copy(), V_old.copy()
+        K_keep[:, 0], V_keep[:, 0] = k[:, 0], v[:, 0]
     return out, ({"K": cache["K"], "V": cache["V"]} if return_old else {"K": K_keep, "V": V_keep})
 
 
@@ -292,6 +343,11 @@ def cache_changed_message(fn):
         and np.array_equal(given[key], case.args[1][key]) for key in ("K", "V")))
     return None if unchanged else _CHANGES_CACHE
 
+
+_UNORDERED = ("the output is right, but new_cache holds its tokens in another order: the new "
+              "token's key and value must be the LAST entry, after the earlier tokens in their "
+              "order (oldest first). Attention alone does not care about the order, but the next "
+              "step's window cut does (it drops the oldest, at the front).")
 
 DECODE_MISTAKES = [
     Mistake("the new token's key and value were appended AFTER attending, so the token could "
@@ -321,6 +377,89 @@ DECODE_MISTAKES = [
             "whose K and V have the token's key and value appended.",
             lambda *a, **k: _decode(*a, **k, return_old=True)),
     Mistake(_CHANGES_CACHE, _decode_in_place),
+    Mistake("while the window is not yet full, too few tokens were kept: the first index to keep, "
+            "t + 1 - window, is negative then, and NumPy counts a negative start from the END "
+            "(K[:, -2:] keeps 2 tokens). Keep everything while the cache is shorter than the "
+            "window: start at max(0, t + 1 - window).",
+            lambda *a, **k: _decode(*a, **k, start="negative")),
+    Mistake(_UNORDERED + " A ring buffer that overwrites slot t % window, as Mistral's code does, "
+            "needs the position of each slot as well; this exercise's contract keeps the order.",
+            lambda *a, **k: _decode(*a, **k, order="rolling")),
+    Mistake(_UNORDERED, lambda *a, **k: _decode(*a, **k, order="new first")),
+]
+
+
+# ------------------------------------------------------------ key_padding_mask
+def padding_cases(rng, hidden):
+    batches = [([3, 0, 5, 1], 5), ([2, 0, 4], 4), ([6], 6), ([1, 2], 3)]
+    if hidden:   # the grader's sizes, drawn afresh for each grading run
+        n = int(rng.integers(4, 8))
+        batches = [([int(v) for v in rng.integers(1, n, size=2)] + [0, n], n),
+                   ([0, int(rng.integers(1, 4))], 4),
+                   ([n + 1], n + 1), ([int(v) for v in rng.integers(1, 5, size=3)], 5)]
+    return [Case((lengths, n), label=f"lengths={lengths}, n={n}") for lengths, n in batches]
+
+
+def _padding(lengths, n, *, low=0, high="length", side="right", axis="keys", slice_end=False,
+             empty="no key"):
+    """The key padding mask written one sequence at a time, with one thing done wrong."""
+    mask = np.zeros((len(lengths), 1, n), dtype=bool)
+    for b, length in enumerate(lengths):
+        if empty == "key 0":                               # an empty sequence "may see" key 0
+            length = max(length, 1)
+        if slice_end:                                      # mask[..., :-(n - length)]: -0 is 0
+            mask[b, 0, :-(n - length)] = True
+        elif side == "left":
+            mask[b, 0, n - length:] = True if length else mask[b, 0, n:]
+        else:
+            mask[b, 0, low:length + (1 if high == "length + 1" else 0)] = True
+    if axis == "queries":
+        return np.swapaxes(mask, 1, 2)                     # (B, n, 1): rows, not columns
+    if axis == "none":
+        return mask[:, 0]                                  # (B, n)
+    if axis == "causal":
+        return mask & reference.causal_mask(n)             # (B, n, n)
+    if axis == "both":
+        return mask & np.swapaxes(mask, 1, 2)              # (B, n, n)
+    return mask
+
+
+PADDING_MISTAKES = [
+    Mistake(_INVERTED.format(rule="j < lengths[b]"), lambda lengths, n: ~_padding(lengths, n)),
+    Mistake("each sequence keeps one key too many (j <= lengths[b]): a sequence of length L has "
+            "the keys 0 ... L - 1, so True where j < lengths[b].",
+            lambda lengths, n: _padding(lengths, n, high="length + 1")),
+    Mistake("this is LEFT padding (the real tokens at the end of each row). The contract pads on "
+            "the right: sequence b's real tokens are 0 ... lengths[b] - 1, then padding.",
+            lambda lengths, n: _padding(lengths, n, side="left")),
+    Mistake("a sequence as long as n got no True at all: the slice :-(n - lengths[b]) is :-0, "
+            "which is :0 and selects nothing. Slice by the length itself (:lengths[b]) or compare "
+            "positions with the lengths.",
+            lambda lengths, n: _padding(lengths, n, slice_end=True)),
+    Mistake("the mask is (B, n, 1): it marks the padding QUERIES (rows) instead of the padding "
+            "keys (columns). What must not be attended to is a padding key: shape (B, 1, n), "
+            "True in column j where j < lengths[b].",
+            lambda lengths, n: _padding(lengths, n, axis="queries")),
+    Mistake("the mask is (B, n): against scores (B, n_q, n) it would broadcast along the wrong "
+            "axis (the batch axis lined up with the queries). Add an axis for the queries: "
+            "(B, 1, n).",
+            lambda lengths, n: _padding(lengths, n, axis="none")),
+    Mistake("the causal mask is already combined in: return the padding mask alone, (B, 1, n), and "
+            "combine it with causal_mask(n) by & where you attend (a model without a causal "
+            "mask uses it too).",
+            lambda lengths, n: _padding(lengths, n, axis="causal")),
+    Mistake("the padding queries' rows are blocked too, (B, n, n): that is not needed (their rows "
+            "are computed and ignored) and it is not the key mask. Return (B, 1, n), True where "
+            "key j < lengths[b].",
+            lambda lengths, n: _padding(lengths, n, axis="both")),
+    Mistake("a sequence of length 0 was given key 0 (a padding token) to attend to. Its row must be "
+            "all False: it has no real key. That does not give NaN here: the course's attention "
+            "gives a row with no allowed key zero weights and a zero output.",
+            lambda lengths, n: _padding(lengths, n, empty="key 0")),
+    Mistake(_ADDITIVE.format(rule="j < lengths[b]"),
+            lambda lengths, n: np.where(_padding(lengths, n), 0.0, -np.inf)),
+    Mistake(_ADDITIVE.format(rule="j < lengths[b]"),
+            lambda lengths, n: np.where(_padding(lengths, n), 0.0, -1e9)),
 ]
 
 
@@ -342,7 +481,7 @@ EXERCISES = [
         make_cases=window_cases,
         mistakes=WINDOW_MISTAKES,
         outputs=("mask",),
-        validate=_window_must_be_bool,
+        validate=_must_be_bool,
     ),
     Exercise(
         name="attention_decode_step",
@@ -354,5 +493,14 @@ EXERCISES = [
         rtol=1e-6,
         atol=1e-8,
         inspect=cache_changed_message,
+    ),
+    Exercise(
+        name="key_padding_mask",
+        lesson=LESSON,
+        reference=reference.key_padding_mask,
+        make_cases=padding_cases,
+        mistakes=PADDING_MISTAKES,
+        outputs=("mask",),
+        validate=_must_be_bool,
     ),
 ]

@@ -27,8 +27,9 @@ module          what it holds                                               less
 ``training``    the model's backward glue: the loss at the pronoun, the       08
                 embedding tables
 ``position``    sinusoidal encodings, rotary (RoPE) and its backward        09
-``layers``      a residual layer's backward; a layer's update removed       10
-``inference``   grouped-query attention, sliding windows, the KV cache      11
+``layers``      a residual layer's backward; an update removed or patched   10
+``inference``   grouped-query attention, sliding windows, the KV cache,     11
+                padding masks
 ==============  ==========================================================  =======
 
 The input checks they call are in :mod:`helpers.validation`.
@@ -55,11 +56,12 @@ from .inference import (
     attention_decode_step,
     empty_kv_cache,
     grouped_query_attention,
+    key_padding_mask,
     mean_pool_kv_heads,
     sliding_window_attention,
     sliding_window_mask,
 )
-from .layers import ablated_stack, residual_attention_backward
+from .layers import ablated_stack, patched_stack, residual_attention_backward
 from .multi_head import merge_heads, multi_head_attention, split_heads, split_heads_batched
 from .optimizer import adam_step
 from .position import rope, rope_backward, rotary_attention, sinusoidal_encoding
@@ -97,8 +99,10 @@ __all__ = [
     "rope_backward",
     "residual_attention_backward",
     "ablated_stack",
+    "patched_stack",
     "grouped_query_attention",
     "sliding_window_mask",
+    "key_padding_mask",
     "attention_decode_step",
     "empty_kv_cache",
     "sliding_window_attention",

@@ -6,14 +6,29 @@ Part of :mod:`helpers.reference` (see its docstring for the conventions).
   ``num_kv_heads = num_heads`` is multi-head attention, ``num_kv_heads = 1`` multi-query.
 - :func:`sliding_window_mask`: each token sees itself and the ``window - 1`` tokens before it.
 - :func:`attention_decode_step`: one new token's attention, given the keys and values of the
-  tokens before it (the KV cache); returns the cache with the new token's key and value added.
+  tokens before it (the KV cache); returns the cache with the new token's key and value added;
+  with ``position=`` its query and key are rotated by RoPE (lesson 09) at that position.
+- :func:`key_padding_mask`: which keys of a right-padded batch are real tokens.
 """
+
+import numbers
 
 import numpy as np
 
 from ..validation import as_float_array, bool_mask, positive_int, shape_str
 from .attention import _attention, _check_qkv, _softmax
 from .multi_head import _check_heads
+from .position import rope
+
+
+def band(query_positions, key_positions, low, high):
+    """Boolean ``(n_q, n_k)``: True where ``low <= i - j <= high`` for query i and key j.
+
+    The one place the course builds a band of a mask: ``band(r, r, 0, window - 1)`` with
+    ``r = np.arange(n)`` is the sliding-window mask; other bounds give its wrong versions.
+    """
+    offset = np.asarray(query_positions)[:, None] - np.asarray(key_positions)[None, :]   # i - j
+    return (offset >= low) & (offset <= high)
 
 
 def _check_kv_heads(where, num_heads, num_kv_heads):
@@ -130,8 +145,48 @@ def sliding_window_mask(n, window):
     """
     n = positive_int("sliding_window_mask", "n", n)
     window = positive_int("sliding_window_mask", "window", window)
-    offset = np.arange(n)[:, None] - np.arange(n)[None, :]        # (n, n): i - j
-    return (offset >= 0) & (offset < window)
+    return band(np.arange(n), np.arange(n), 0, window - 1)       # (n, n)
+
+
+def key_padding_mask(lengths, n):
+    """Boolean ``(B, 1, n)``: True where key ``j < lengths[b]``, a real token of sequence b.
+
+    A batch of B sequences of different lengths, each right-padded to ``n`` tokens: the
+    keys ``lengths[b] ... n - 1`` of row b are padding. The mask broadcasts against
+    ``(B, n_q, n)`` scores, and ``key_padding_mask(lengths, n) & causal_mask(n)`` is the
+    ``(B, n, n)`` mask of causal attention over the batch. A real token's row then equals
+    that sequence's attention on its own; the rows of padding queries are computed and
+    ignored. A sequence of length 0 has no key at all: its rows get zero weights and zero
+    outputs (never NaN).
+
+    Parameters
+    ----------
+    lengths : sequence of ints, shape (B,), each ``0 <= lengths[b] <= n``
+    n : int >= 1, the padded length
+
+    Returns
+    -------
+    mask : ndarray of bool, shape (B, 1, n)
+
+    Examples
+    --------
+    >>> key_padding_mask([3, 1], 4).astype(int)
+    array([[[1, 1, 1, 0]],
+    <BLANKLINE>
+           [[1, 0, 0, 0]]])
+    """
+    where = "key_padding_mask"
+    n = positive_int(where, "n", n)
+    if isinstance(lengths, np.ndarray) and lengths.dtype.kind == "b":
+        raise TypeError(f"{where}: lengths must be whole numbers, got a boolean array")
+    values = np.asarray(lengths)
+    if values.ndim != 1 or not all(isinstance(v, numbers.Integral) and not isinstance(v, bool)
+                                   for v in values.tolist()):
+        raise TypeError(f"{where}: lengths must be a 1-D sequence of whole numbers (one per "
+                        f"sequence), got {lengths!r}")
+    if values.size and (values.min() < 0 or values.max() > n):
+        raise ValueError(f"{where}: every length must be between 0 and n={n}, got {values.tolist()}")
+    return (np.arange(n)[None, :] < values[:, None])[:, None, :]    # (B, 1, n)
 
 
 def empty_kv_cache(num_kv_heads, d_head, dtype=np.float64):
@@ -161,7 +216,7 @@ def _check_cache(where, cache, batch, num_kv_heads, d_head):
 
 
 def attention_decode_step(x, cache, W_q, W_k, W_v, W_o, num_heads, num_kv_heads=None,
-                          window=None):
+                          window=None, position=None, base=10000.0):
     """One generated token's attention, using the keys and values kept from earlier tokens.
 
     The new token's key and value are appended to the cache first, so that it attends to
@@ -182,6 +237,13 @@ def attention_decode_step(x, cache, W_q, W_k, W_v, W_o, num_heads, num_kv_heads=
     num_kv_heads : int dividing num_heads, or None (= num_heads)
     window : int >= 1 or None
         Keep only the last ``window`` tokens (the new one included).
+    position : int >= 0 or None
+        The new token's index in the sequence. When given, its query and key are rotated
+        by :func:`helpers.reference.rope` at that position (``d_head`` even) and the key is
+        cached already rotated: token by token with positions 0, 1, ... the outputs are
+        the rows of causal attention with ``rope`` applied to every head's Q and K.
+    base : float > 1
+        RoPE's base (used only with ``position``).
 
     Returns
     -------
@@ -201,10 +263,21 @@ def attention_decode_step(x, cache, W_q, W_k, W_v, W_o, num_heads, num_kv_heads=
     mats = _check_weights(where, d_model, num_kv_heads * d_head, W_q, W_k, W_v, W_o,
                           "(d_model, num_kv_heads * d_head)")
     K_old, V_old = _check_cache(where, cache, batch, num_kv_heads, d_head)
+    if position is not None:
+        if not isinstance(position, numbers.Integral) or isinstance(position, bool):
+            raise TypeError(f"{where}: position must be the new token's index, a whole number, "
+                            f"got {position!r}")
+        if position < 0:
+            raise ValueError(f"{where}: position must be >= 0 (the first token is 0), got {position}")
+        if d_head % 2:
+            raise ValueError(f"{where}: RoPE (position=...) needs an even d_head, got d_head={d_head}")
 
     q = (x @ mats["W_q"]).reshape(*batch, num_heads, 1, d_head)     # (..., h, 1, d_head)
     k = (x @ mats["W_k"]).reshape(*batch, num_kv_heads, 1, d_head)  # (..., g, 1, d_head)
     v = (x @ mats["W_v"]).reshape(*batch, num_kv_heads, 1, d_head)  # (..., g, 1, d_head)
+    if position is not None:             # rotate at the token's own position; the cache holds
+        q = rope(q, [position], base)    # keys already rotated at theirs
+        k = rope(k, [position], base)
     t = K_old.shape[-2]
     keep = t if window is None else min(t, window - 1)   # earlier tokens still in the window
     K = np.concatenate([K_old[..., t - keep:, :], k], axis=-2)   # (..., g, keep + 1, d_head), new
@@ -244,10 +317,9 @@ def sliding_window_attention(Q, K, V, window):
     for start in range(0, n, window):
         stop = min(n, start + window)
         first = max(0, start - window + 1)                       # the oldest key any query here sees
-        offset = np.arange(start, stop)[:, None] - np.arange(first, stop)[None, :]   # i - j
-        band = (offset >= 0) & (offset < window)                 # (b, keys): this block's mask
+        mask = band(np.arange(start, stop), np.arange(first, stop), 0, window - 1)   # (b, keys)
         out[..., start:stop, :] = _attention(Q[..., start:stop, :], K[..., first:stop, :],
-                                             V[..., first:stop, :], band)[0]   # (..., b, d_v)
+                                             V[..., first:stop, :], mask)[0]   # (..., b, d_v)
     return out
 
 

@@ -1,4 +1,4 @@
-"""Lesson 10: a residual attention layer's backward pass, and a stack with one update removed.
+"""Lesson 10: a residual attention layer's backward pass, and a stack with one update removed or patched.
 
 Part of :mod:`helpers.reference` (see its docstring for the conventions).
 """
@@ -92,9 +92,50 @@ def ablated_stack(X, layers, num_heads, layer, positions, mask=None):
     X, layer, positions = _check_stack(where, X, layers, layer, positions)
     keep = np.ones(X.shape[:2], dtype=X.dtype)                  # (B, n)
     keep[np.arange(len(X))[:, None], positions] = 0
-    for l, matrices in enumerate(layers, start=1):
+    for number, matrices in enumerate(layers, start=1):
         out, weights = multi_head_attention(X, *matrices, num_heads, mask)
-        if l == layer:
+        if number == layer:
             out = out * keep[..., None]                         # the update removed there
         X = X + out                                             # the residual connection
+    return X, weights
+
+
+def patched_stack(X, X_source, layers, num_heads, layer, positions, mask=None):
+    """Run a stack of residual attention layers with one layer's update taken from another run.
+
+    Activation patching (e.g. Meng et al., 2022; Heimersheim & Nanda, 2024): run the stack
+    on the *source* sentences ``X_source`` and keep layer ``layer``'s update there; then run
+    it on ``X``, where layer ``layer`` adds, at the tokens ``positions[b]`` of sentence ``b``,
+    the source run's update at those tokens instead of its own. Every other token, and
+    every other layer, is computed as usual (so later layers see the patched stream).
+
+    Parameters
+    ----------
+    X, X_source : ndarray, shape (B, n, d_model)
+        The embeddings of the sentences to run, and of the sentences to take the update from
+        (sentence b of one is patched from sentence b of the other).
+    layers, num_heads, layer, positions, mask
+        As for :func:`ablated_stack`.
+
+    Returns
+    -------
+    (X_out, weights) : as for :func:`ablated_stack`, for the run on ``X``.
+    """
+    where = "patched_stack"
+    X, layer, positions = _check_stack(where, X, layers, layer, positions)
+    X_source = as_float_array(where, "X_source", X_source, min_ndim=3)
+    if X_source.shape != X.shape:
+        raise ValueError(f"{where}: X_source must have the shape of X, {shape_str(X.shape)}; "
+                         f"got {shape_str(X_source.shape)}")
+    source = X_source                                            # the source run, up to `layer`
+    for matrices in layers[:layer]:
+        update = multi_head_attention(source, *matrices, num_heads, mask)[0]
+        source = source + update
+    chosen = np.zeros(X.shape[:2], dtype=bool)                   # (B, n)
+    chosen[np.arange(len(X))[:, None], positions] = True
+    for number, matrices in enumerate(layers, start=1):
+        out, weights = multi_head_attention(X, *matrices, num_heads, mask)
+        if number == layer:
+            out = np.where(chosen[..., None], update, out)       # the source's update there
+        X = X + out                                              # the residual connection
     return X, weights

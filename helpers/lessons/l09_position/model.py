@@ -15,11 +15,14 @@ moved right by k filler words) and the entry point :func:`train`, which trains w
 08's loop (:func:`helpers.lessons.l08_training.fit`).
 """
 
+import functools
+
 import numpy as np
 
 from ... import reference
 from ...reference.attention import scaled_dot_product_attention
 from ...reference.multi_head import merge_heads, split_heads
+from ...reference.position import rope_split_halves
 from ..l08_training import model as l08
 from ..l08_training import training as l08_training
 from ..l08_training.corpus import SENTENCE_LENGTH, Split
@@ -37,8 +40,15 @@ def embed_words(params, tokens):
 def embed_sinusoidal(params, tokens):
     """``tok[tokens] + sinusoidal_encoding(n, d_model)``: a fixed table added, shape (B, n, d_model)."""
     X = params["tok"][tokens]                                   # (B, n, d_model)
-    table = reference.sinusoidal_encoding(tokens.shape[-1], X.shape[-1])
-    return X + table.astype(X.dtype)
+    return X + _sinusoidal_table(tokens.shape[-1], X.shape[-1], X.dtype.str)
+
+
+@functools.lru_cache(maxsize=16)
+def _sinusoidal_table(n, d_model, dtype):
+    """The table, computed once per size (training adds it at every step). Read-only."""
+    table = reference.sinusoidal_encoding(n, d_model).astype(dtype)
+    table.flags.writeable = False
+    return table
 
 
 def embedding(position):
@@ -48,15 +58,16 @@ def embedding(position):
 
 
 # ------------------------------------------------------------------ attention with RoPE
-def rope_attention(X, W_q, W_k, W_v, W_o, num_heads, mask=None):
+def rope_attention(X, W_q, W_k, W_v, W_o, num_heads, mask=None, rotate=reference.rope):
     """Multi-head attention (lesson 04) with every head's q and k rotated by ``rope``.
 
     Token t of each sentence is at position t. Returns ``(out (..., n, d_model),
-    weights (..., num_heads, n, n))``, as ``multi_head_attention``.
+    weights (..., num_heads, n, n))``, as ``multi_head_attention``. ``rotate`` is the
+    rotation (``rope_split_halves``: the other convention, see :func:`evaluate_split_halves`).
     """
     positions = np.arange(X.shape[-2])
     Q, K, V = (split_heads(X @ W, num_heads) for W in (W_q, W_k, W_v))   # (..., h, n, d_head)
-    Q, K = reference.rope(Q, positions), reference.rope(K, positions)   # rotate q and k only
+    Q, K = rotate(Q, positions), rotate(K, positions)                   # rotate q and k only
     heads, weights = scaled_dot_product_attention(Q, K, V, mask)
     return merge_heads(heads) @ W_o, weights
 
@@ -261,3 +272,25 @@ def relation_accuracy(result, split=None):
     _, out, _ = forward(params, split.tokens, config["num_heads"], config["scale"], config["position"])
     predicted = np.argmax(out[rows, split.query] @ params["W_out"], axis=-1)   # (R, N)
     return np.mean(predicted.T == l08.answers(split, R), axis=0)
+
+
+# ------------------------------------------------------------------ the other RoPE convention
+def rope_split_halves_attention(X, W_q, W_k, W_v, W_o, num_heads, mask=None):
+    """:func:`rope_attention` with pairs ``(x[i], x[i + d/2])`` (GPT-NeoX, Hugging Face's LLaMA)."""
+    return rope_attention(X, W_q, W_k, W_v, W_o, num_heads, mask, rotate=rope_split_halves)
+
+
+def evaluate_split_halves(result, params=None):
+    """The held-out accuracy of a ``position="rope"`` result run in the split-halves convention.
+
+    The same weights (or ``params``, same structure) in code that pairs ``(x[i], x[i + d/2])``
+    instead of this course's ``(x[2i], x[2i+1])``: what a checkpoint computes when it is
+    loaded into code of the other convention. Forward only (nothing is trained this way).
+    """
+    config = result["config"]
+    if config["position"] != "rope":
+        raise ValueError(f"evaluate_split_halves: the result was trained with position="
+                         f"{config['position']!r}, not 'rope'")
+    params = result["params"] if params is None else params
+    return l08.measure(params, result["corpus"].test, config["num_heads"], config["scale"], embed_words,
+                       (rope_split_halves_attention, None))[0]

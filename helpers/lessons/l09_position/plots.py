@@ -1,4 +1,4 @@
-"""Lesson 09's figures: the sinusoidal table, offset grids, RoPE's turning pairs, accuracy by shift/length.
+"""Lesson 09's figures: sinusoidal table, offset grids, RoPE's pairs turning, accuracy by shift and by band.
 
 Colour-blind-safe throughout: RdBu_r for signed values (:data:`helpers.plots.DIVERGING`)
 and the Okabe-Ito palette for lines (:data:`helpers.plots.LINES`).
@@ -7,7 +7,7 @@ and the Okabe-Ito palette for lines (:data:`helpers.plots.LINES`).
 import matplotlib.pyplot as plt
 import numpy as np
 
-from ...plots import DIVERGING, LINES, heatmap
+from ...plots import BLACK, DIVERGING, GREY, LINES, heatmap
 
 
 def encoding_table(PE, *, title="The sinusoidal encoding: one row per position"):
@@ -62,15 +62,18 @@ def turning_pairs(pair, angles, *, title="RoPE turns each pair of coordinates by
     return fig
 
 
-def accuracy_by_shift(results, *, title="Held-out accuracy when every sentence moves right by k words"):
+def accuracy_by_shift(results, *, baseline=None,
+                      title="Held-out accuracy when every sentence moves right by k words"):
     """Accuracy against the shift, one line per way of encoding position.
 
     Parameters
     ----------
     results : dict of label -> list of dicts (one per seed) shift -> accuracy
         Each seed is drawn faint; the median over seeds bold, with markers.
+    baseline : (label, accuracy), optional
+        A model whose accuracy does not depend on the shift, drawn as a dashed line.
     """
-    fig, ax = plt.subplots(figsize=(8, 4))
+    fig, ax = plt.subplots(figsize=(10, 4))
     for (label, runs), colour in zip(results.items(), LINES):
         shifts = sorted(runs[0])
         table = np.array([[run[k] for k in shifts] for run in runs])     # (seeds, shifts)
@@ -78,36 +81,48 @@ def accuracy_by_shift(results, *, title="Held-out accuracy when every sentence m
             ax.plot(shifts, row, color=colour, alpha=0.3, linewidth=1)
         ax.plot(shifts, np.median(table, axis=0), color=colour, linewidth=2.2, marker="o",
                 label=f"{label} (median of {len(runs)} seed{'s' if len(runs) > 1 else ''})")
+    if baseline is not None:
+        ax.axhline(baseline[1], color=BLACK, linestyle="--", linewidth=1.4, label=baseline[0])
+    ax.plot([], [], color=GREY, alpha=0.6, linewidth=1, label="faint lines: one seed each")
     ax.set_xticks(shifts)
     ax.set_ylim(-0.03, 1.03)
-    ax.set_xlabel("shift k (filler words before the sentence)")
-    ax.set_ylabel("held-out accuracy (both answers right)")
+    return _finish(fig, ax, "shift k (filler words before the sentence)",
+                   "held-out accuracy (both answers right)", title)
+
+
+def _finish(fig, ax, xlabel, ylabel, title):
+    """Label an accuracy figure, its legend outside on the right (clear of the lines), and lay it out."""
+    ax.set_xlabel(xlabel)
+    ax.set_ylabel(ylabel)
     ax.set_title(title)
-    ax.legend(fontsize=9)
+    ax.legend(fontsize=9, loc="upper left", bbox_to_anchor=(1.01, 1))
     fig.tight_layout()
     return fig
 
 
-def accuracy_by_length(results, train_length, *, title=""):
-    """Grouped bars: accuracy at each sequence length, one colour per encoding (None: not runnable)."""
-    fig, ax = plt.subplots(figsize=(8, 3.8))
-    labels = list(results)
-    lengths = sorted(next(iter(results.values())))
-    width = 0.8 / len(labels)
-    for j, (label, colour) in enumerate(zip(labels, LINES)):
-        for i, length in enumerate(lengths):
-            value = results[label][length]
-            x = i + (j - (len(labels) - 1) / 2) * width
-            if value is None:
-                ax.text(x, 0.02, "cannot\nrun", ha="center", va="bottom", fontsize=7, color=colour)
-            else:
-                ax.bar(x, value, width, color=colour, label=label if i == 0 else None)
-    ax.set_xticks(range(len(lengths)),
-                  labels=[f"{L} tokens ({L / train_length:g}x)" for L in lengths])
+def accuracy_by_band(results, *, chance, title=""):
+    """Grouped bars by band of positions: the median over seeds, a dot per seed, a chance line.
+
+    Parameters
+    ----------
+    results : dict of label -> list (one per seed) of dicts band -> {"accuracy": float, ...}
+        (``two_back.by_band``'s results; the first band is the trained positions).
+    chance : float, the accuracy of a guess
+    """
+    fig, ax = plt.subplots(figsize=(10, 3.8))
+    bands = list(next(iter(results.values()))[0])
+    width = 0.8 / len(results)
+    for j, ((label, seeds), colour) in enumerate(zip(results.items(), LINES)):
+        x = np.arange(len(bands)) + (j - (len(results) - 1) / 2) * width
+        table = np.array([[seed[band]["accuracy"] for band in bands] for seed in seeds])   # (seeds, bands)
+        ax.bar(x, np.median(table, axis=0), width, color=colour, alpha=0.75,
+               label=f"{label} (median of {len(seeds)} seeds)")
+        for row in table:
+            ax.plot(x, row, linestyle="none", marker="o", markersize=4, color=BLACK)
+    ax.plot([], [], linestyle="none", marker="o", markersize=4, color=BLACK, label="one seed")
+    ax.axhline(chance, color=GREY, linestyle=":", linewidth=1.5, label=f"chance ({chance:.3g})")
+    ax.set_xticks(range(len(bands)),
+                  labels=[f"{band}" + ("\n(trained)" if i == 0 else "\n(never trained)")
+                          for i, band in enumerate(bands)])
     ax.set_ylim(0, 1.05)
-    ax.set_xlabel("sequence length (trained on the first)")
-    ax.set_ylabel("accuracy (token two back)")
-    ax.set_title(title)
-    ax.legend(fontsize=9)
-    fig.tight_layout()
-    return fig
+    return _finish(fig, ax, "positions scored", "accuracy (token two back)", title)

@@ -5,8 +5,10 @@ name the token two places back. Nothing but position can find it (the tokens are
 and the offset is always the same, 2. The model is lesson 08's (embeddings, one causal
 attention layer, a readout at every position), with any of the four ways to know position
 (:mod:`.model`). It is trained on sequences of :data:`TRAIN_LENGTH` tokens and
-then run on longer ones: 1.5x and 4x. ``"learned"`` has no vector for a position it never
-trained, so it cannot even be run there.
+then run on longer ones, up to 16x. ``"learned"`` has no vector for a position it never
+trained, so it cannot even be run there. Under the causal mask a position's answer does not
+depend on the tokens after it, so :func:`by_band` scores one long run by band of positions:
+the trained ones apart from those never trained (:data:`BANDS`).
 """
 
 import numpy as np
@@ -20,6 +22,8 @@ TRAIN_LENGTH = 16     # tokens per training sequence
 OFFSET = 2            # the answer at position p is the token at p - OFFSET
 STEPS = 600
 EVAL_TOKENS = 4096    # fresh tokens per measured length (so many sequences of that length)
+#: Bands of positions ``(first, last + 1)``: the trained ones, then up to 1.5x, 4x and 16x TRAIN_LENGTH.
+BANDS = ((OFFSET, TRAIN_LENGTH), (TRAIN_LENGTH, 24), (24, 64), (64, 256))
 
 
 def init_params(d_model, rng, position):
@@ -94,3 +98,29 @@ def train_two_back(position, *, lengths=(16, 24, 64), num_heads=1, d_model=32, s
     config = l08_training.make_config("two_back", seed=seed, steps=steps, d_model=d_model,
                                       num_heads=num_heads, scale=True, dtype="float64", position=position)
     return {"loss": losses, "accuracy_by_length": by_length, "params": params, "config": config}
+
+
+def by_band(result, bands=BANDS, seed=1):
+    """Accuracy, and the weight on the right key, in each band of positions of fresh sequences.
+
+    Parameters
+    ----------
+    result : dict, a :func:`train_two_back` result
+    bands : sequence of (first, end) position ranges, ``OFFSET <= first < end``
+    seed : int, the fresh sequences (EVAL_TOKENS tokens, as long as the last band's end)
+
+    Returns
+    -------
+    dict ``"first-last"`` -> ``{"accuracy": float, "weight": float}``: the share of positions
+    in the band answered right, and the mean weight (over heads) they put on the token two back.
+    """
+    config = result["config"]
+    length = max(end for _, end in bands)
+    tokens = np.random.default_rng(seed).integers(0, VOCAB, size=(max(1, EVAL_TOKENS // length), length))
+    logits, _, _, weights = forward(result["params"], tokens, config["num_heads"], config["position"])
+    p = np.arange(OFFSET, length)                             # the query positions scored
+    right = np.argmax(logits, axis=-1) == tokens[:, :-OFFSET]  # (B, length - OFFSET)
+    on_target = weights[:, :, p, p - OFFSET].mean(axis=1)     # (B, length - OFFSET), mean over heads
+    return {f"{first}-{end - 1}": {"accuracy": float(right[:, (p >= first) & (p < end)].mean()),
+                                   "weight": float(on_target[:, (p >= first) & (p < end)].mean())}
+            for first, end in bands}

@@ -26,33 +26,52 @@ def attention_maps(result, tokens):
     if not result.get("config"):
         raise ValueError("head_view: result must be a trained result of lessons 08-10 (it has no 'config')")
     config, params = result["config"], result["params"]
+    if config["readout"] == "next token":
+        raise ValueError("head_view: the induction model has no sentences to pick from; its maps are "
+                         "drawn by plots.induction_maps")
     if config["readout"] == "pointer":                            # lesson 10: a stack of layers
         mask = model.task_mask(config["task"], tokens.shape[-1])
         return model.forward(params, tokens, config["num_heads"], config["scale"], mask)[1]
     return [l09.forward(params, tokens, config["num_heads"], config["scale"], config["position"])[2]]
 
 
-def attention_rows(result, index, position):
-    """The attention of word ``position`` of held-out sentence ``index``, per layer and head.
+def rows_of(result, tokens, position):
+    """The attention of word ``position`` of one sentence ``tokens`` (n,), per layer and head.
 
     Returns
     -------
     rows : ndarray, shape (num_layers * num_heads, n)
-        Row ``(l - 1) * num_heads + h``: layer l, head h.
+        Row ``(l - 1) * num_heads + (h - 1)``: layer l, head h.
     labels : list of str
-        ``"layer l, head h"`` for each row.
+        ``"layer l, head h"`` for each row, both counted from 1.
     """
+    n = len(tokens)
+    if not 0 <= position < n:
+        raise ValueError(f"head_view: position must be from 0 to {n - 1}, got {position!r}")
+    weights = attention_maps(result, np.asarray(tokens)[None])    # list of (1, h, n, n)
+    num_heads = weights[0].shape[1]
+    rows = np.concatenate([w[0, :, position] for w in weights])   # (L * h, n)
+    labels = [f"layer {layer}, head {head}" for layer in range(1, len(weights) + 1)
+              for head in range(1, num_heads + 1)]
+    return rows, labels
+
+
+def attention_rows(result, index, position):
+    """:func:`rows_of` for word ``position`` of held-out sentence ``index``."""
     test = result["corpus"].test
     if not 0 <= index < len(test):
         raise ValueError(f"head_view: index must be from 0 to {len(test) - 1}, got {index!r}")
-    n = test.tokens.shape[1]
-    if not 0 <= position < n:
-        raise ValueError(f"head_view: position must be from 0 to {n - 1}, got {position!r}")
-    weights = attention_maps(result, test.tokens[index:index + 1])   # list of (1, h, n, n)
-    num_heads = weights[0].shape[1]
-    rows = np.concatenate([w[0, :, position] for w in weights])   # (L * h, n)
-    labels = [f"layer {l}, head {h}" for l in range(1, len(weights) + 1) for h in range(num_heads)]
-    return rows, labels
+    return rows_of(result, test.tokens[index], position)
+
+
+def spread(split, step=40, shift=9):
+    """Indices of sentences spread over a whole split: every ``step``-th, moved on by ``shift``.
+
+    Lesson 10's held-out split holds 40 sentences per pair of nouns (2 orders x 5 shapes x 4
+    adjectives, in that order): this takes one from each pair, a different order, shape and
+    adjective each time. Returns a list of int.
+    """
+    return [k * step + (k * shift) % step for k in range(len(split) // step)]
 
 
 def draw_head_view(fig, result, index, position):
@@ -68,6 +87,29 @@ def draw_head_view(fig, result, index, position):
                                     title=f"Where \"{sentence.split()[position]}\" looks, in every "
                                           f"layer and head (held-out sentence {index})")
     fig.tight_layout()
+
+
+def plot_sentence(result, sentence, word=None, figsize=(10.0, 2.6)):
+    """The head view of a sentence you type (words of the result's vocabulary, as many as it was
+    trained on); ``word`` (a position) defaults to "it", else the last word.
+    """
+    import matplotlib.pyplot as plt
+
+    corpus = result["corpus"]
+    tokens = corpus.encode(sentence)
+    n = corpus.test.tokens.shape[1]
+    if len(tokens) != n:
+        raise ValueError(f"plot_sentence: the model was trained on sentences of {n} words; "
+                         f"got {len(tokens)}: {sentence!r}")
+    words = sentence.lower().split()
+    position = (words.index("it") if "it" in words else n - 1) if word is None else int(word)
+    rows, labels = rows_of(result, tokens, position)
+    fig = plt.figure(figsize=(figsize[0], figsize[1] + 0.4 * len(rows)))
+    l08_plots.sentence_weights(rows, [" ".join(words)] * len(rows), position, ax=fig.add_subplot(),
+                               row_labels=labels,
+                               title=f"Where \"{words[position]}\" looks, in every layer and head")
+    fig.tight_layout()
+    return fig
 
 
 def head_view_explorer(result, sentences=None, figsize=(10.0, 3.2)):
@@ -140,7 +182,7 @@ def layer_maps(result, index, title=""):
     fig, axes = plt.subplots(1, len(panels), figsize=(5.2 * len(panels), 4.6), squeeze=False)
     for ax, (l, h, W) in zip(axes[0], panels):
         plots.heatmap(W, words, words, ax=ax, vmin=0, vmax=1, annotate=False,
-                      title=f"layer {l}, head {h}", xlabel="key token j", ylabel="query token i")
+                      title=f"layer {l}, head {h + 1}", xlabel="key token j", ylabel="query token i")
     fig.suptitle(title)
     fig.tight_layout()
     return fig

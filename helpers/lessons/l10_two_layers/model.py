@@ -30,14 +30,15 @@ import numpy as np
 from ... import reference
 from ..l08_training import model as l08
 from ..l08_training import training as l08_training
-from . import adjective_corpus, induction_corpus
+from . import adjective_corpus, induction
 
 # ----------------------------------------------------------------- hyperparameters
 TASKS = {
     # task: (corpus module, causal mask?, default number of steps)
     "adjective": (adjective_corpus, False, 300),
-    "induction": (induction_corpus, True, 1000),
 }
+# The task "induction" is another model (next-token prediction, :mod:`.induction`): train,
+# evaluate and ablate hand it on.
 PLACES = ("pronoun", "nouns", "all")   # where ablate removes a layer's update
 
 
@@ -85,7 +86,7 @@ def layer_matrices(params, layer, num_heads, scale=True):
     return W_q * l08.query_factor(W_q.shape[0], num_heads, scale), W_k, W_v, W_o
 
 
-def forward(params, tokens, num_heads, scale=True, mask=None, keep=None):
+def forward(params, tokens, num_heads, scale=True, mask=None, keep=None, replace=None):
     """Embed, then run every layer, each adding its output to its input.
 
     Parameters
@@ -97,6 +98,8 @@ def forward(params, tokens, num_heads, scale=True, mask=None, keep=None):
     keep : dict {layer: ndarray (B, n)} or None
         For an ablation: layer l's update at token i is multiplied by ``keep[l][:, i]``
         (0 removes it there).
+    replace : dict {layer: (where (B, n) bool, update (B, n, d_model))} or None
+        For patching: where ``where`` is True, layer l adds ``update`` instead of its own.
 
     Returns
     -------
@@ -112,6 +115,9 @@ def forward(params, tokens, num_heads, scale=True, mask=None, keep=None):
                                                 num_heads, mask)
         if keep is not None and layer in keep:
             out = out * keep[layer][..., None]                    # the ablation
+        if replace is not None and layer in replace:
+            where, update = replace[layer]
+            out = np.where(where[..., None], update, out)         # patching
         X = X + out                                               # the residual connection
         states.append(X)
         weights.append(w)
@@ -233,8 +239,8 @@ def ablate(result, layer, at):
     result : dict from :func:`train`
     layer : int, 1 .. num_layers
     at : {"pronoun", "nouns", "all"}
-        "pronoun": the query position ("it"); "nouns": the two nouns (for "induction":
-        the answer and the earlier occurrence of the query's letter); "all": every position.
+        "pronoun": the query position ("it"); "nouns": the two nouns; "all": every position.
+        For "induction": {"source", "query", "earlier"} (:func:`.induction.ablate_at`).
 
     Returns
     -------
@@ -243,6 +249,10 @@ def ablate(result, layer, at):
         nothing the pointer reads: it returns ``result["accuracy"]``.
     """
     config = result.get("config", {})
+    if config.get("task") == "induction":
+        if at not in induction.PLACES:
+            raise ValueError(f"ablate: for 'induction', at must be one of {induction.PLACES}, got {at!r}")
+        return float(induction.ablate_at(result, layer, at)[0])
     if config.get("readout") != "pointer":
         raise ValueError("ablate: result must come from lesson 10's train('adjective' or 'induction', "
                          f"...); this one was trained on {config.get('task')!r} with a word readout")
@@ -266,6 +276,106 @@ def ablate(result, layer, at):
                    keep={layer: keep})[0]
 
 
+# ------------------------------------------------------------------ patching
+OPPOSITE = {"tired": "wet", "wet": "tired", "hungry": "dirty", "dirty": "hungry"}
+
+
+def twins(result):
+    """For each held-out sentence, the index of its twin: the same sentence with the adjective
+    of the other class in its place (tired <-> wet, hungry <-> dirty), so "it" means the other noun.
+
+    Returns int ndarray (N,).
+    """
+    corpus = result["corpus"]
+    test = corpus.test
+    index = {tuple(tokens): i for i, tokens in enumerate(test.tokens)}
+    found = []
+    for i, tokens in enumerate(test.tokens):
+        words = test.sentences[i].split()
+        at = test.targets[i, 1]                                   # the adjective's position
+        twin = tokens.copy()
+        twin[at] = corpus.encode(OPPOSITE[words[at]])[0]
+        found.append(index[tuple(twin)])
+    return np.array(found)
+
+
+def updates(params, tokens, num_heads, scale=True, mask=None):
+    """Every layer's update (what it adds to the stream) on ``tokens``: a list of (B, n, d_model)."""
+    states, _ = forward(params, tokens, num_heads, scale, mask)
+    return [after - before for before, after in zip(states[:-1], states[1:])]
+
+
+def patch(result, layer, at):
+    """Held-out accuracy with layer ``layer``'s update at some positions taken from the twin sentence.
+
+    Activation patching (Meng et al., 2022; Heimersheim & Nanda, 2024): each held-out sentence
+    runs as usual, except that at the positions ``at`` layer ``layer`` adds what it added in
+    its twin (the same sentence with the adjective of the other class, :func:`twins`). The
+    accuracy is against the sentence's own answer: it falls below one half when the answer
+    follows the twin's, that is when the model *uses* what that layer put there.
+
+    Parameters
+    ----------
+    result : dict from :func:`train` on "adjective"
+    layer : int, 1 .. num_layers
+    at : {"pronoun", "nouns", "both"}
+        "it", the two nouns, or all three.
+
+    Returns
+    -------
+    float
+    """
+    config = result.get("config", {})
+    if config.get("task") != "adjective" or config.get("readout") != "pointer":
+        raise ValueError("patch: result must come from lesson 10's train('adjective', ...)")
+    L = config["num_layers"]
+    if not (_whole(layer) and 1 <= layer <= L):
+        raise ValueError(f"patch: layer must be a whole number from 1 to {L}, got {layer!r}")
+    if at not in ("pronoun", "nouns", "both"):
+        raise ValueError(f"patch: at must be 'pronoun', 'nouns' or 'both', got {at!r}")
+    test, h, scale = result["corpus"].test, config["num_heads"], config["scale"]
+    rows = np.arange(len(test))
+    where = np.zeros(test.tokens.shape, dtype=bool)               # (N, n)
+    if at in ("pronoun", "both"):
+        where[rows, test.query] = True
+    if at in ("nouns", "both"):
+        where[rows[:, None], test.nouns] = True
+    lent = updates(result["params"], test.tokens[twins(result)], h, scale)[layer - 1]
+    _, weights = forward(result["params"], test.tokens, h, scale, replace={layer: (where, lent)})
+    return float(np.mean(np.argmax(pointer(weights[-1], test.query), axis=1) == test.targets[:, 0]))
+
+
+# ------------------------------------------------------------------ two heads, one layer
+def two_head_example(corpus, score=10.0, sink=13.0):
+    """A hand-set one-layer, two-head pointer model that resolves the adjective task.
+
+    The review's construction: head 0's query of "it" scores every animal ``score`` and each
+    object adjective ``sink``; head 1 scores every object ``score`` and each animal adjective
+    ``sink``. With "tired", head 1 puts its weight on "tired" (a sink) and head 0 on the
+    animal: the mean over heads points at the animal. With "wet", the other way round. The
+    ratio argument holds in each head; the *mean* of two heads escapes it.
+
+    Returns
+    -------
+    dict of parameters (d_model 6: three dimensions per head; no position embedding needed)
+    """
+    from .adjective_corpus import ANIMAL_ADJECTIVES, ANIMALS, OBJECT_ADJECTIVES, OBJECTS
+    vocab = list(corpus.vocab)
+    d, d_head = 6, 3
+    tok = np.zeros((len(vocab), d))
+    features = {"it": 0, **{w: 1 for w in ANIMALS}, **{w: 2 for w in OBJECTS},
+                **{w: 3 for w in ANIMAL_ADJECTIVES}, **{w: 4 for w in OBJECT_ADJECTIVES}}
+    for word, f in features.items():
+        tok[vocab.index(word), f] = 1.0
+    W_q, W_k = np.zeros((d, d)), np.zeros((d, d))
+    W_q[0, 0] = W_q[0, d_head] = np.sqrt(d_head)                 # "it" asks in both heads
+    W_k[1, 0], W_k[4, 0] = score, sink                             # head 0: animals; object adjectives sink
+    W_k[2, d_head], W_k[3, d_head] = score, sink                   # head 1: objects; animal adjectives sink
+    n = corpus.test.tokens.shape[1]
+    return {"tok": tok, "pos": np.zeros((n, d)),
+            "layers": [{"W_q": W_q, "W_k": W_k, "W_v": np.eye(d), "W_o": np.eye(d)}]}
+
+
 # ------------------------------------------------------------------ training
 def _whole(value):
     return isinstance(value, (int, np.integer)) and not isinstance(value, bool)
@@ -274,16 +384,19 @@ def _whole(value):
 def check_arguments(task, num_heads, d_model, scale, steps, seed, num_layers, dtype):
     """A clear ValueError/TypeError for a bad argument of :func:`train`."""
     where = "train"
-    if task not in TASKS:
+    if task not in (*TASKS, "induction"):
         raise ValueError(f"{where}: lesson 10's model answers by pointing: task must be one of "
-                         f"{sorted(TASKS)}, got {task!r}")
+                         f"{sorted(TASKS)} (or 'induction', next-token prediction), got {task!r}")
     l08_training.check_arguments(where, num_heads, d_model, scale, steps, seed, dtype)
     if not (_whole(num_layers) and num_layers >= 1):
         raise ValueError(f"{where}: num_layers must be a whole number >= 1, got {num_layers!r}")
 
 
 def train(task, *, num_layers=1, num_heads=1, d_model=32, scale=True, steps=None, seed=0, dtype="float64"):
-    """Train the pointer model on "adjective" or "induction"; evaluate it on held-out data.
+    """Train the pointer model on "adjective", or the next-token model on "induction"; evaluate it.
+
+    "induction" is :func:`.induction.train_runs` for one seed (one head per layer; ``num_heads``
+    must be 1; ``steps=None`` means :data:`.induction.STEPS`).
 
     Lesson 08's loop (:func:`helpers.lessons.l08_training.fit`) with this model's loss.
     Arguments as lesson 08's ``train``, and ``num_layers``.
@@ -295,6 +408,12 @@ def train(task, *, num_layers=1, num_heads=1, d_model=32, scale=True, steps=None
         (1, num_heads), ``"params"``, ``"corpus"``, and ``"config"`` (``readout="pointer"``).
     """
     check_arguments(task, num_heads, d_model, scale, steps, seed, num_layers, dtype)
+    if task == "induction":
+        if num_heads != 1 or not scale:
+            raise ValueError("train: the induction model has one head per layer and scaled scores "
+                             f"(num_heads=1, scale=True), got num_heads={num_heads}, scale={scale}")
+        return induction.train_runs(num_layers, [seed], induction.STEPS if steps is None else int(steps),
+                                    d_model, dtype)[0]
     steps = TASKS[task][2] if steps is None else int(steps)
     data = load_corpus(task)
     n = data.train.tokens.shape[1]
@@ -312,6 +431,8 @@ def train(task, *, num_layers=1, num_heads=1, d_model=32, scale=True, steps=None
 
 def evaluate(result, params=None):
     """The held-out accuracy of a :func:`train` result (with ``params`` in place of its own, if given)."""
+    if result["config"]["task"] == "induction":
+        return float(induction.accuracy({"params": result["params"] if params is None else params})[0])
     config, test = result["config"], result["corpus"].test
     params = result["params"] if params is None else params
     mask = task_mask(config["task"], test.tokens.shape[1])

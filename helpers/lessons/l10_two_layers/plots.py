@@ -3,7 +3,10 @@
 import matplotlib.pyplot as plt
 import numpy as np
 
-from ...plots import LINES
+from ...plots import GREEN, LINES, VERMILLION, heatmap
+from ..l08_training.plots import loss_curves
+
+__all__ = ["circuit_matrices", "induction_maps", "loss_curves", "weights_by_seed"]
 
 
 def weights_by_seed(seeds, weights, labels, routes, *, ax=None, title=""):
@@ -41,3 +44,72 @@ def weights_by_seed(seeds, weights, labels, routes, *, ax=None, title=""):
     ax.set_title(title)
     ax.legend(fontsize=9, ncol=len(labels), loc="upper right")
     return ax
+
+
+# ------------------------------------------------------------------ induction (section 7)
+def _colorbar(ax, image, label):
+    ax.figure.colorbar(image, ax=ax, fraction=0.046, pad=0.04).set_label(label)
+
+
+def induction_maps(run, tokens, first, second, query, *, letters=None):
+    """Layer 1's and layer 2's attention on one held-out sequence, the question marked.
+
+    Parameters
+    ----------
+    run : one result of :func:`.induction.train_runs` (two layers)
+    tokens : int ndarray (n,); first, second : where the segment starts, each time
+    query : int, a position inside the repeat
+    letters : list of str, optional: a name for each token id (default "a", "b", ...)
+
+    Returns
+    -------
+    matplotlib Figure
+    """
+    from . import induction
+    letters = letters or [chr(ord("a") + i) for i in range(induction.VOCAB_SIZE)]
+    words = [letters[t] for t in tokens]
+    _, weights = induction.forward(induction.stack(run), tokens[None])
+    source = query - (second - first) + 1
+    fig, axes = plt.subplots(1, 2, figsize=(11, 4.8))
+    frames = [("layer 1: the previous-token head", source, source - 1,
+               f"row {source} (the answer's position): the token before it"),
+              ("layer 2: the induction head", query, source,
+               f"row {query} (the query): the token after the earlier copy")]
+    for ax, w, (title, row, col, label) in zip(axes, weights, frames):
+        image = heatmap(w[0, 0], words, words, ax=ax, vmin=0, vmax=1, annotate=False, colorbar=False,
+                        title=title, xlabel="key position j (its token)", ylabel="query position i")
+        _colorbar(ax, image, "attention weight")
+        ax.add_patch(plt.Rectangle((col - 0.5, row - 0.5), 1, 1, fill=False, lw=2.5,
+                                   edgecolor=VERMILLION, label=label))
+        for start in (first, second):                              # the segment's two copies
+            ax.axvspan(start - 0.5, start + induction.SEGMENT - 0.5, ymin=0.98, ymax=1.0,
+                       color=GREEN)
+        ax.legend(loc="lower left", fontsize=8, framealpha=0.9)
+    fig.suptitle(f"A held-out sequence; the segment (green bars) repeats. Query: position {query} "
+                 f"(\"{words[query]}\"); the answer is at {source} (\"{words[source]}\")")
+    fig.tight_layout()
+    return fig
+
+
+def circuit_matrices(run, *, letters=None):
+    """The last layer's OV circuit and its K-composition QK circuit (:func:`.induction.circuits`).
+
+    Returns
+    -------
+    matplotlib Figure
+    """
+    from . import induction
+    letters = letters or [chr(ord("a") + i) for i in range(induction.VOCAB_SIZE)]
+    found = induction.circuits(run)
+    fig, axes = plt.subplots(1, 2, figsize=(11, 4.8))
+    panels = [("OV", "OV circuit  $W_E W_v W_o W_U$ (layer 2)", "token attended to", "logit raised",
+               "effect on the logit"),
+              ("QK", "QK circuit, K-composition (layer 2 on layer 1's OV)", "query token",
+               "previous token of the key", "score")]
+    for ax, (name, title, rows, cols, label) in zip(axes, panels):
+        image = heatmap(found[name], letters, letters, ax=ax, annotate=False, colorbar=False,
+                        title=title, xlabel=cols, ylabel=rows)
+        _colorbar(ax, image, label)
+    fig.suptitle(f"Seed {run['config']['seed']}: the diagonal is each token to itself")
+    fig.tight_layout()
+    return fig

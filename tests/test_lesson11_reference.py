@@ -367,5 +367,6 @@ def test_mean_pooling_averages_the_heads_of_each_group_by_hand():
 
 def test_mean_pooling_rejects_kv_heads_that_do_not_divide():
     from helpers.reference import mean_pool_kv_heads
-    with pytest.raises(ValueError, match="mean_pool_kv_heads: num_heads=4 is not divisible by num_kv_heads=3"):
+    message = "mean_pool_kv_heads: num_heads=4 is not divisible by num_kv_heads=3"
+    with pytest.raises(ValueError, match=message):
         mean_pool_kv_heads(np.ones((2, 8)), 4, 3)

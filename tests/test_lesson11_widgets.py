@@ -4,7 +4,7 @@ import matplotlib.pyplot as plt
 import numpy as np
 import pytest
 
-from helpers import widgets_inference as wi
+from helpers.lessons.l11_inference import widgets as wi
 from helpers.reference import sliding_window_mask
 
 
@@ -31,7 +31,7 @@ def test_cache_numbers_per_token_count_a_key_and_a_value_per_kv_head(g, d_head, 
 # ------------------------------------------------------------ kv_heads_explorer
 def _recording_gqa(calls):
     """A stand-in grouped_query_attention: records (h, g, W_k's width, W_v's width), uniform maps."""
-    def gqa(X, W_q, W_k, W_v, W_o, num_heads, num_kv_heads):
+    def gqa(X, W_q, W_k, W_v, W_o, num_heads, num_kv_heads, mask=None):
         calls.append((num_heads, num_kv_heads, W_k.shape[1], W_v.shape[1]))
         n = len(X)
         return X @ W_o, np.full((num_heads, n, n), 1 / n)
@@ -127,3 +127,40 @@ def test_receptive_field_figure_has_one_titled_panel_per_layer():
     assert titles == ["after 1 layer: reaches 2 back", "after 2 layers: reaches 4 back",
                       "after 3 layers: reaches 6 back"]
     plt.close(fig)
+
+
+def test_kv_heads_explorer_draws_at_100_dpi_or_more():
+    from io import BytesIO
+
+    from PIL import Image
+    words = ["a", "b", "c", "d"]
+    X = np.random.default_rng(0).standard_normal((4, 8))
+    W = [np.eye(8)] * 4
+    _, redraw = wi.kv_heads_explorer(_recording_gqa([]), X, *W, words, num_heads=4, value=2)
+    width, height = Image.open(BytesIO(redraw(2))).size
+    assert (width, height) == (850, 480)        # figsize (8.5, 4.8) at 100 dpi
+
+
+def test_kv_heads_explorer_passes_the_causal_mask():
+    seen = []
+
+    def gqa(X, W_q, W_k, W_v, W_o, num_heads, num_kv_heads, mask=None):
+        seen.append(mask)
+        return X @ W_o, np.full((num_heads, len(X), len(X)), 1 / len(X))
+    X = np.random.default_rng(0).standard_normal((3, 8))
+    wi.kv_heads_explorer(gqa, X, *[np.eye(8)] * 4, ["a", "b", "c"], num_heads=4, value=2)
+    assert np.array_equal(seen[-1], np.tril(np.ones((3, 3), dtype=bool)))
+
+
+@pytest.mark.parametrize("h, g", [(8, 2), (4, 4), (8, 1)])
+def test_each_tile_is_framed_in_the_colour_of_its_kv_head(h, g):
+    from matplotlib.colors import to_hex
+    fig, ax = plt.subplots()
+    wi.frame_groups(ax, h, g, n=5)
+    colours = [to_hex(p.get_edgecolor()) for p in ax.patches]
+    plt.close(fig)
+    assert len(colours) == h
+    group = h // g
+    for i in range(h):           # same colour within a group of neighbours, a new one at each group
+        assert (colours[i] == colours[i - 1]) == (i % group != 0) or i == 0
+    assert len(set(colours)) == g

@@ -6,9 +6,14 @@ the ipywidgets API common to 7.7 and 8, one figure redrawn per step, headless-sa
 
 import numpy as np
 
-from . import plots
-from .reference import mean_pool_kv_heads
-from .widgets import choice_slider, divisors
+from ... import plots
+from ...reference import causal_mask, mean_pool_kv_heads
+from ...widgets import choice_slider, divisors
+from ...plots import BLACK, BLUE, GREEN, ORANGE, PURPLE, SKY_BLUE, VERMILLION, YELLOW
+
+#: The frame of a query head is its key/value head's colour: orange, sky blue, green, blue,
+#: vermillion, purple, black, yellow (Okabe-Ito; yellow last, it is faint on white).
+GROUP_COLOURS = [ORANGE, SKY_BLUE, GREEN, BLUE, VERMILLION, PURPLE, BLACK, YELLOW]
 
 
 def kv_heads_slider(num_heads, value=None, description="kv heads"):
@@ -30,16 +35,18 @@ def cache_numbers_per_token(num_kv_heads, d_head, num_layers=1):
 
 
 def kv_heads_explorer(grouped_query_attention, X, W_q, W_k, W_v, W_o, tokens, num_heads,
-                      value=None, n_cached=4096, figsize=(8.5, 4.2), dpi=72):
-    """Lesson 04's head-count slider beside a kv-heads slider, above every query head's map.
+                      value=None, n_cached=4096, figsize=(8.5, 4.8), dpi=100):
+    """Lesson 04's head-count slider above a kv-heads slider, above every query head's map.
 
     ``W_k`` and ``W_v`` are multi-head matrices, ``(d_model, d_model)``; with ``g`` key/value
     heads each group's heads are averaged (:func:`helpers.reference.mean_pool_kv_heads`),
-    and each step calls ``grouped_query_attention(X, W_q, W_k_g, W_v_g, W_o, h, g)`` (the
-    learner's own, once written). The head-count slider offers the divisors of d_model;
-    the kv-heads slider the divisors of the current head count (moving the head count keeps
-    the kv heads if they still divide it, else the largest divisor below). The title gives
-    the cache size per token and for ``n_cached`` tokens, in float64.
+    and each step calls ``grouped_query_attention(X, W_q, W_k_g, W_v_g, W_o, h, g,
+    mask=causal_mask(n))`` (the learner's own, once written). Each query head's tile is
+    framed in the colour of the key/value head it reads (colours repeat beyond 8 kv heads).
+    The head-count slider offers the divisors of d_model; the kv-heads slider the divisors
+    of the current head count (moving the head count keeps the kv heads if they still divide
+    it, else the largest divisor below). The title gives the cache size per token and for
+    ``n_cached`` tokens, in float64.
 
     Returns
     -------
@@ -54,7 +61,7 @@ def kv_heads_explorer(grouped_query_attention, X, W_q, W_k, W_v, W_o, tokens, nu
     import ipywidgets as widgets
     from matplotlib.figure import Figure
 
-    from .widgets import head_count_slider
+    from ...widgets import head_count_slider
 
     d_model = X.shape[-1]
     heads = head_count_slider(d_model, value=num_heads)
@@ -67,14 +74,19 @@ def kv_heads_explorer(grouped_query_attention, X, W_q, W_k, W_v, W_o, tokens, nu
         d_head = d_model // h
         W_k_g = mean_pool_kv_heads(W_k, h, g)                  # (d_model, g * d_head)
         W_v_g = mean_pool_kv_heads(W_v, h, g)
-        _, weights = grouped_query_attention(X, W_q, W_k_g, W_v_g, W_o, h, g)   # (h, n, n)
-        fig.subplots_adjust(left=0.13, right=0.95, bottom=0.15, top=0.83)
-        plots.head_maps(weights, tokens, ax=fig.add_subplot())
+        _, weights = grouped_query_attention(X, W_q, W_k_g, W_v_g, W_o, h, g,
+                                             mask=causal_mask(len(X)))             # (h, n, n)
+        fig.subplots_adjust(left=0.13, right=0.95, bottom=0.2, top=0.8)
+        ax = fig.add_subplot()
+        plots.head_maps(weights, tokens, ax=ax)
+        frame_groups(ax, h, g, len(X))
         per_token = cache_numbers_per_token(g, d_head)
+        share = "multi-head" if g == h else f"1/{h // g} of multi-head"
         fig.suptitle(f"{h} query head{'s' if h > 1 else ''}, {g} key/value head{'s' if g > 1 else ''} "
-                     f"(groups of {h // g})\nKV cache: 2 × {g} × {d_head} = {per_token} numbers per "
-                     f"token, {per_token * n_cached * 8 / 2**20:.2f} MiB for {n_cached} tokens "
-                     f"(1/{h // g} of multi-head)")
+                     f"(groups of {h // g}; frame colour = the kv head a query head reads)\n"
+                     f"KV cache: 2 × {g} × {d_head} = {per_token} numbers per token, "
+                     f"{per_token * n_cached * 8 / 2**20:.2f} MiB for {n_cached} tokens ({share})",
+                     fontsize=10)
 
     def redraw(num_kv_heads=None, num_heads=None):
         h = heads.value if num_heads is None else num_heads
@@ -108,6 +120,21 @@ def kv_heads_explorer(grouped_query_attention, X, W_q, W_k, W_v, W_o, tokens, nu
     return widgets.VBox([heads, kv, image]), redraw
 
 
+def frame_groups(ax, num_heads, num_kv_heads, n):
+    """Frame each tile of :func:`helpers.plots.head_maps` in its key/value head's colour."""
+    from matplotlib.patches import Rectangle
+
+    _, cols = plots.head_grid(num_heads)
+    row_gap = 2 if num_heads <= 16 else 1                           # as head_maps lays them out
+    group = num_heads // num_kv_heads
+    width = 2.5 if num_heads <= 16 else 1.0                         # thinner around small tiles
+    for k in range(num_heads):
+        r, c = divmod(k, cols)
+        colour = GROUP_COLOURS[(k // group) % len(GROUP_COLOURS)]
+        ax.add_patch(Rectangle((c * (n + 1) - 0.5, r * (n + row_gap) - 0.5), n, n, fill=False,
+                               linewidth=width, edgecolor=colour))
+
+
 def receptive_fields(sliding_window_mask, n, window, num_layers):
     """Which tokens each token can draw on after 1, 2, ... layers of sliding-window attention.
 
@@ -139,5 +166,5 @@ def receptive_field_figure(sliding_window_mask, n=16, window=4, num_layers=3):
                             f"reaches {farthest} back",
                       xlabel="token it can draw on j", ylabel="token i")
     fig.suptitle(f"Sliding window of {window}: each layer reaches window − 1 = {window - 1} "
-                 f"tokens further back")
+                 f"tokens further back (yellow: token i can draw on token j)")
     return fig
