@@ -99,16 +99,6 @@ def circles(graph):
     return found
 
 
-def pending(root):
-    """Imports the circle check leaves out for now, each with the issue that removes it.
-
-    ``helpers/checking.py`` (flat until issue 30 moves it into ``checking/``) imports the
-    catalogue lazily inside ``blame_helper``: with ``exercises/ -> checking`` that is a circle.
-    Issue 30 passes the catalogue in instead; this exception ends with the flat file.
-    """
-    return {("helpers.checking", "helpers.exercises")} if (root / "checking.py").exists() else set()
-
-
 def violations(root):
     """Every import that breaks the rule, as a sentence naming the two modules and the line."""
     found = []
@@ -121,11 +111,9 @@ def violations(root):
             found.append(f"{where}: the toolbox, reference/, checking/ and exercises/ never import lessons/")
         if a != "instructor" and b == "instructor":
             found.append(f"{where}: nothing learner-facing imports instructor/")
-    skip = pending(root)
     graph = {}
     for source, target, _ in edges(root):
-        if (source, target) not in skip:
-            graph.setdefault(source, set()).add(target)
+        graph.setdefault(source, set()).add(target)
     found += [f"a circle of imports: {' -> '.join(group)}" for group in circles(graph)]
     return found
 
