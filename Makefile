@@ -2,7 +2,8 @@
 #   make lab          create .venv if missing, install, open JupyterLab on the course
 #   make test         create or update .venv, run every test (on every core: pytest-xdist)
 #   make test-fast    the same without the slow modules (grading, nbgrader, browser, website)
-#   make test-lesson L=03   one lesson: its notebooks (both folders) and its tests/*lesson03* files
+#   make test-lesson L=03   one lesson: its notebooks (both folders), its tests/*lesson03* files and
+#                     its rows of tests/test_checks_versions.py
 #   make lint         ruff: the pycodestyle and pyflakes rules of pyproject.toml, on every .py file
 #   make student      refresh the Colab badge + setup cell of solutions/, regenerate notebooks/
 #   make bench        print timings and memory figures (a benchmark, never a test)
@@ -61,7 +62,8 @@ test-fast: $(TESTED)
 test-lesson: $(TESTED)
 	@test -n "$(L)" || { echo "usage: make test-lesson L=03"; exit 2; }
 	@test -n "$(wildcard solutions/$(L)_*.ipynb)" || { echo "no lesson $(L) in solutions/"; exit 2; }
-	$(PY) -m pytest $(wildcard notebooks/$(L)_*.ipynb solutions/$(L)_*.ipynb tests/test_*lesson$(L)*.py)
+	$(PY) -m pytest $(wildcard notebooks/$(L)_*.ipynb solutions/$(L)_*.ipynb tests/test_*lesson$(L)*.py) \
+		tests/test_checks_versions.py -k "lesson$(L) or not test_checks_versions"
 
 lint: $(TESTED)
 	$(VENV)/bin/ruff check .

@@ -103,17 +103,35 @@ def test_every_lesson_has_modules_to_look_for():
     assert "helpers.reference.attention" not in lesson_modules("03_softmax_and_attention")   # 01-03 share it
 
 
-# Known gaps, strict: the test fails as soon as one is closed, so that its line here goes.
-GAPS = {lesson: "its catalogue (exercises/lessonNN.py) is run only by tests/test_checks_versions.py, "
-                "which no lesson's glob finds" for lesson in ("04_multi_head", "05_complexity")}
+def table_modules(path):
+    """The catalogue modules whose exercises ``path``'s version tables exercise.
+
+    A ``test_checks_lessonNN.py`` keeps tables of wrong and right versions
+    (``WRONG_BY_EXERCISE``, ``RIGHT_BY_EXERCISE``); ``tests/test_checks_versions.py`` runs them
+    through the checks, and ``make test-lesson L=NN`` runs that file for lesson NN's rows.
+    """
+    tree = ast.parse(path.read_text())
+    names = {target.id for node in tree.body if isinstance(node, ast.Assign)
+             for target in node.targets if isinstance(target, ast.Name)}
+    if "WRONG_BY_EXERCISE" not in names:
+        return set()
+    from helpers.exercises import EXERCISES
+    tables = importlib.import_module(path.stem)
+    exercises = set(tables.WRONG_BY_EXERCISE) | set(getattr(tables, "RIGHT_BY_EXERCISE", {}))
+    return set().union(*(homes(EXERCISES[name]) for name in exercises))
 
 
-@pytest.mark.parametrize("lesson", [
-    pytest.param(lesson, marks=pytest.mark.xfail(reason=GAPS[lesson], strict=True)) if lesson in GAPS
-    else lesson for lesson in course.lessons()])
+@pytest.mark.parametrize("lesson", course.lessons())
 def test_the_lessons_glob_finds_a_test_of_each_of_its_modules(lesson):
     files = sorted((ROOT / "tests").glob(f"test_*lesson{lesson[:2]}*.py"))
-    used = set().union(*(used_modules(path) for path in files)) if files else set()
+    used = set().union(*(used_modules(path) | table_modules(path) for path in files)) if files else set()
     missing = sorted(lesson_modules(lesson) - used)
     assert not missing, (f"make test-lesson L={lesson[:2]} runs {[p.name for p in files]}, which use none of "
                          f"{missing}: name their tests tests/test_lesson{lesson[:2]}_*.py")
+
+
+def test_the_version_tables_are_run_for_their_lesson_by_make_test_lesson():
+    makefile = (ROOT / "Makefile").read_text()
+    recipe = makefile[makefile.index("\ntest-lesson:"):].split("\n\n")[0]
+    assert "tests/test_checks_versions.py" in recipe
+    assert '-k "lesson$(L) or not test_checks_versions"' in recipe

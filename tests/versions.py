@@ -12,8 +12,12 @@ from helpers.exercises import EXERCISES
 
 
 def table(by_exercise):
-    """pytest parameters ``(exercise name, label)`` for every version in the tables."""
-    return [pytest.param(name, label, id=f"{name}-{label}")
+    """pytest parameters ``(exercise name, label)`` for every version in the tables.
+
+    Each id starts with the exercise's lesson (``lesson04-split_heads-...``): ``make test-lesson``
+    selects a lesson's rows of ``tests/test_checks_versions.py`` by it.
+    """
+    return [pytest.param(name, label, id=f"lesson{EXERCISES[name].lesson[:2]}-{name}-{label}")
             for name, versions in by_exercise.items() for label in sorted(versions)]
 
 
