@@ -158,7 +158,9 @@ def pronoun_accuracy(params, split, num_heads, scale=True, position="learned"):
     The readout reads one row of the layer's output, the pronoun's, and a row of attention
     needs only its own query (and every key and value). So the scores, weights and outputs
     of the other n - 1 rows are left out: this is what scores the shifted test sets.
-    Gives :func:`measure`'s accuracy (a test checks it on trained models).
+    A one-row product may round differently from the full one in the last bit, which
+    could change an answer only at a near-tie of two words: on trained models the
+    accuracy is :func:`measure`'s exactly (a test checks it).
     """
     R, rows = params["W_out"].shape[0], np.arange(len(split))
     X = embedding(position)(params, split.tokens)                               # (N, n, d_model)
