@@ -183,6 +183,18 @@ def test_scoring_at_the_pronoun_only_gives_the_full_forward_passs_accuracy(runs,
         assert model.pronoun_accuracy(runs[position]["params"], shifted, 2, position=position) == full, k
 
 
+@pytest.mark.parametrize("position", model.POSITIONS)
+def test_each_relations_accuracy_is_the_full_forward_passs(runs, position):
+    result = runs[position]
+    for k in (0, 4):
+        shifted = model.shift_test(result["corpus"], training.load_corpus(), k)
+        _, out, _ = model.forward(result["params"], shifted.tokens, 2, position=position)
+        rows = np.arange(len(shifted))
+        named = np.argmax(out[rows, shifted.query] @ result["params"]["W_out"], axis=-1)   # (R, N)
+        right = named == shifted.tokens[rows, shifted.targets[:, :2].T]                   # (R, N)
+        assert np.array_equal(l09_position.relation_accuracy(result, shifted), right.mean(axis=1)), k
+
+
 # ----------------------------------------------------------------- RoPE's forward kept for its backward
 def _rope_inputs(seed=2):
     rng = np.random.default_rng(seed)

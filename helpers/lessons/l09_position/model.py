@@ -162,7 +162,13 @@ def pronoun_accuracy(params, split, num_heads, scale=True, position="learned"):
     could change an answer only at a near-tie of two words: on trained models the
     accuracy is :func:`measure`'s exactly (a test checks it).
     """
-    R, rows = params["W_out"].shape[0], np.arange(len(split))
+    predicted = pronoun_answers(params, split, num_heads, scale, position)   # (N, num_relations)
+    return float(np.mean(np.all(predicted == l08.answers(split, len(params["W_out"])), axis=1)))
+
+
+def pronoun_answers(params, split, num_heads, scale=True, position="learned"):
+    """The word the readout names for each relation, (N, num_relations): the pronoun's row only."""
+    rows = np.arange(len(split))
     X = embedding(position)(params, split.tokens)                               # (N, n, d_model)
     W_q = params["W_q"] * l08.query_factor(X.shape[-1], num_heads, scale)
     q = split_heads(X[rows, split.query] @ W_q, num_heads)     # (h, N, d_head): the pronoun's query only
@@ -171,8 +177,7 @@ def pronoun_accuracy(params, split, num_heads, scale=True, position="learned"):
         q, K = reference.rope(q, split.query), reference.rope(K, np.arange(X.shape[-2]))
     heads, _ = scaled_dot_product_attention(np.swapaxes(q, 0, 1)[:, :, None], K, V)   # (N, h, 1, d_head)
     h = merge_heads(heads)[:, 0] @ params["W_o"]               # (N, d_model): the pronoun's output
-    predicted = np.argmax(h @ params["W_out"], axis=-1)        # (R, N)
-    return float(np.mean(np.all(predicted.T == l08.answers(split, R), axis=1)))
+    return np.argmax(h @ params["W_out"], axis=-1).T           # (N, R)
 
 
 # ------------------------------------------------------------------ shifted sentences
@@ -296,7 +301,8 @@ def evaluate(result, params=None):
     """The held-out accuracy of a :func:`train` result (with ``params`` in place of its own, if given)."""
     config = result["config"]
     params = result["params"] if params is None else params
-    return measure(params, result["corpus"].test, config["num_heads"], config["scale"], config["position"])[0]
+    return pronoun_accuracy(params, result["corpus"].test, config["num_heads"], config["scale"],
+                            config["position"])
 
 
 def relation_accuracy(result, split=None):
@@ -313,10 +319,8 @@ def relation_accuracy(result, split=None):
     """
     config, params = result["config"], result["params"]
     split = result["corpus"].test if split is None else split
-    R, rows = params["W_out"].shape[0], np.arange(len(split))
-    _, out, _ = forward(params, split.tokens, config["num_heads"], config["scale"], config["position"])
-    predicted = np.argmax(out[rows, split.query] @ params["W_out"], axis=-1)   # (R, N)
-    return np.mean(predicted.T == l08.answers(split, R), axis=0)
+    predicted = pronoun_answers(params, split, config["num_heads"], config["scale"], config["position"])
+    return np.mean(predicted == l08.answers(split, params["W_out"].shape[0]), axis=0)
 
 
 # ------------------------------------------------------------------ the other RoPE convention
