@@ -174,6 +174,59 @@ def test_a_shifted_sentence_starts_after_k_filler_words():
     assert np.array_equal(shifted.targets, corpus.test.targets + 3)
 
 
+@pytest.mark.parametrize("position", model.POSITIONS)
+def test_scoring_at_the_pronoun_only_gives_the_full_forward_passs_accuracy(runs, position):
+    # measure runs the whole model on every token; pronoun_accuracy only the pronoun's row
+    for k in SHIFTS:
+        shifted = model.shift_test(runs[position]["corpus"], training.load_corpus(), k)
+        full = model.measure(runs[position]["params"], shifted, 2, position=position)[0]
+        assert model.pronoun_accuracy(runs[position]["params"], shifted, 2, position=position) == full, k
+
+
+@pytest.mark.parametrize("position", model.POSITIONS)
+def test_each_relations_accuracy_is_the_full_forward_passs(runs, position):
+    result = runs[position]
+    for k in (0, 4):
+        shifted = model.shift_test(result["corpus"], training.load_corpus(), k)
+        _, out, _ = model.forward(result["params"], shifted.tokens, 2, position=position)
+        rows = np.arange(len(shifted))
+        named = np.argmax(out[rows, shifted.query] @ result["params"]["W_out"], axis=-1)   # (R, N)
+        right = named == shifted.tokens[rows, shifted.targets[:, :2].T]                   # (R, N)
+        assert np.array_equal(l09_position.relation_accuracy(result, shifted), right.mean(axis=1)), k
+
+
+# ----------------------------------------------------------------- RoPE's forward kept for its backward
+def _rope_inputs(seed=2):
+    rng = np.random.default_rng(seed)
+    X, d_out = rng.standard_normal((2, 3, 6, 8))
+    return X, [rng.standard_normal((8, 8)) for _ in range(4)], d_out
+
+
+def _rope_W_q_gradient_by_differences(X, Ws, d_out):
+    def loss_of(W_q):
+        return float(np.sum(model.rope_attention(X, W_q, *Ws[1:], 2)[0] * d_out))
+    return central_differences(loss_of, Ws[0])
+
+
+def test_rope_backward_sees_an_input_changed_in_place_after_the_forward_pass():
+    X, Ws, d_out = _rope_inputs()
+    new_X = X + 1.0
+    expected = _rope_W_q_gradient_by_differences(new_X, Ws, d_out)
+    model.rope_attention(X, *Ws, 2)                  # the forward pass on the old values ...
+    X[...] = new_X                                   # ... then the same array changed
+    got = model.rope_attention_backward(X, *Ws, 2, d_out)["W_q"]
+    np.testing.assert_allclose(got, expected, rtol=1e-6, atol=1e-8)
+
+
+def test_rope_backward_is_not_changed_by_a_caller_writing_into_the_returned_weights():
+    X, Ws, d_out = _rope_inputs()
+    expected = _rope_W_q_gradient_by_differences(X, Ws, d_out)
+    _, weights = model.rope_attention(X, *Ws, 2)
+    weights[...] = 0.0
+    got = model.rope_attention_backward(X, *Ws, 2, d_out)["W_q"]
+    np.testing.assert_allclose(got, expected, rtol=1e-6, atol=1e-8)
+
+
 # ----------------------------------------------------------------- the other RoPE convention
 def test_split_halves_with_the_same_weights_loses_most_of_the_accuracy(runs):
     assert model.evaluate_split_halves(runs["rope"]) < runs["rope"]["accuracy"] - 0.5
