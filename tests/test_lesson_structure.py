@@ -95,16 +95,9 @@ def test_section_headings_count_up_from_one_without_a_gap(lesson, folder):
     assert section_problems(nb) == [], f"{folder}/{lesson}: {section_problems(nb)}"
 
 
-#: Lessons whose student notebook breaks the exercise rule on main today (not lesson 09's
-#: engineer's to fix; reported in the issue-28 note). Strict: the test fails once one is fixed,
-#: so that its entry is removed here.
-UNINTRODUCED_TODAY = {
-    "04_multi_head": "5b-5d: `merge_heads`, `multi_head_attention`, `split_heads_batched` under "
-                     "headings that do not say 'Exercise'",
-    "05_complexity": "section 7 'Predict, then run' introduces `flops_crossing` without 'Exercise'",
-    "06_tiled_attention": "section 7 'Transfer' introduces `causal_online_softmax_attention` "
-                          "without 'Exercise'",
-}
+#: Lessons whose student notebook breaks the exercise rule (none today). Strict: a listed lesson
+#: that is fixed fails the test, so that its entry is removed here.
+UNINTRODUCED_TODAY = {}
 
 
 def lessons_with_known_defects(known):
