@@ -23,6 +23,15 @@ def picture(fig, dpi=DPI):
                                                              height="auto"))
 
 
+def png_of(fig, dpi=DPI):
+    """``fig`` rendered as PNG bytes at ``dpi`` (what a slider's picture shows)."""
+    from io import BytesIO
+
+    buffer = BytesIO()
+    fig.savefig(buffer, format="png", dpi=dpi)
+    return buffer.getvalue()
+
+
 def choice_slider(options, value, description):
     """A slider over a fixed list of values (e.g. powers of two), continuous_update off."""
     return widgets.SelectionSlider(options=list(options), value=value, description=description,
@@ -71,8 +80,6 @@ def figure_slider(slider, draw, figsize=(8.0, 3.6), dpi=DPI):
     redraw : callable value -> bytes
         Redraws for ``value`` and returns the PNG; time it to measure one slider step.
     """
-    from io import BytesIO
-
     from matplotlib.figure import Figure
 
     fig = Figure(figsize=figsize, dpi=dpi)
@@ -81,10 +88,7 @@ def figure_slider(slider, draw, figsize=(8.0, 3.6), dpi=DPI):
     def redraw(value):
         fig.clf()
         draw(fig, value)
-        buffer = BytesIO()
-        fig.savefig(buffer, format="png", dpi=dpi)
-        png = buffer.getvalue()
-        image.value = png
+        image.value = png = png_of(fig, dpi)
         return png
 
     slider.observe(lambda change: redraw(change["new"]), names="value")

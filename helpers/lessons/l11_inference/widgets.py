@@ -8,7 +8,7 @@ import numpy as np
 
 from ... import plots
 from ...reference import causal_mask, mean_pool_kv_heads
-from ...widgets import choice_slider, divisors
+from ...widgets import choice_slider, divisors, png_of
 from ...plots import BLACK, BLUE, GREEN, ORANGE, PURPLE, SKY_BLUE, VERMILLION, YELLOW
 
 #: The frame of a query head is its key/value head's colour: orange, sky blue, green, blue,
@@ -56,8 +56,6 @@ def kv_heads_explorer(grouped_query_attention, X, W_q, W_k, W_v, W_o, tokens, nu
         Redraws for those counts (the head count defaults to its slider's) and returns the
         PNG; time it to measure one slider step.
     """
-    from io import BytesIO
-
     import ipywidgets as widgets
     from matplotlib.figure import Figure
 
@@ -93,10 +91,7 @@ def kv_heads_explorer(grouped_query_attention, X, W_q, W_k, W_v, W_o, tokens, nu
         g = kv.value if num_kv_heads is None else num_kv_heads
         fig.clf()
         draw(h, g)
-        buffer = BytesIO()
-        fig.savefig(buffer, format="png", dpi=dpi)
-        png = buffer.getvalue()
-        image.value = png
+        image.value = png = png_of(fig, dpi)
         return png
 
     def heads_moved(change):
