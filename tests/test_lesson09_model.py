@@ -227,6 +227,24 @@ def test_rope_backward_is_not_changed_by_a_caller_writing_into_the_returned_weig
     np.testing.assert_allclose(got, expected, rtol=1e-6, atol=1e-8)
 
 
+def test_rope_backward_from_the_forward_cache_is_the_gradient():
+    X, Ws, d_out = _rope_inputs()
+    _, _, cache = model.rope_attention_with_cache(X, *Ws, 2)
+    got = model.rope_attention_backward_from_cache(d_out, cache)
+    by_differences = _rope_W_q_gradient_by_differences(X, Ws, d_out)
+    np.testing.assert_allclose(got["W_q"], by_differences, rtol=1e-6, atol=1e-8)
+    expected = model.rope_attention_backward(X, *Ws, 2, d_out)
+    for name in ("X", "W_q", "W_k", "W_v", "W_o"):      # the same numbers, bit for bit
+        np.testing.assert_array_equal(got[name], expected[name], err_msg=name)
+
+
+def test_rope_backward_refuses_a_cache_of_the_split_halves_convention():
+    X, Ws, d_out = _rope_inputs()
+    _, _, cache = model.rope_split_halves_attention(X, *Ws, 2)
+    with pytest.raises(ValueError, match="only this course's convention"):
+        model.rope_attention_backward_from_cache(d_out, cache)
+
+
 # ----------------------------------------------------------------- the other RoPE convention
 def test_split_halves_with_the_same_weights_loses_most_of_the_accuracy(runs):
     assert model.evaluate_split_halves(runs["rope"]) < runs["rope"]["accuracy"] - 0.5
@@ -292,3 +310,19 @@ BAD = [
 def test_bad_argument_gets_a_clear_error_naming_it(kwargs, error, message):
     with pytest.raises(error, match="train: " + message):
         l09_position.train("coreference", steps=1, **kwargs)
+
+
+BAD_TWO_BACK = [
+    (dict(position="alibi"), ValueError, "unknown position 'alibi'"),
+    (dict(position="rope", d_model=12, num_heads=4), ValueError, "position='rope' needs an even head size"),
+    (dict(position="rope", lengths=(16, 2)), ValueError, "lengths must be whole numbers > 2"),
+    (dict(position="rope", lengths=16), TypeError, "lengths must be a sequence"),
+    (dict(position="rope", steps=0), ValueError, "steps must be a positive whole number"),
+    (dict(position="rope", seed=-1), ValueError, "seed must be a whole number >= 0"),
+]
+
+
+@pytest.mark.parametrize("kwargs, error, message", BAD_TWO_BACK, ids=[m for _, _, m in BAD_TWO_BACK])
+def test_bad_argument_of_the_two_back_task_gets_a_clear_error_naming_it(kwargs, error, message):
+    with pytest.raises(error, match="train_two_back: " + message):
+        two_back.train_two_back(**kwargs)

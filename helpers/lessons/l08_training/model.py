@@ -12,20 +12,26 @@ the whole vocabulary::
 There is no residual connection, no MLP and no layer norm: the pronoun's output is
 *only* its attention blend of the sentence's values, so the model can name the right
 noun only by attending to it. The forward pass is lesson 04's ``multi_head_attention``,
-the backward pass lesson 07's ``multi_head_attention_backward`` (:mod:`helpers.reference`).
+the backward pass lesson 07's ``multi_head_attention_backward`` (:mod:`helpers.reference`),
+split in two so that a training step runs the forward pass once: the forward keeps what
+the backward needs (a cache), the backward starts from it.
 
 ``forward``, ``loss_and_grads`` and ``measure`` take the embedding and the attention layer
 as arguments (``embed=``, ``attention=``), with lesson 08's as defaults, so that a later
-lesson can hand in its own.
+lesson can hand in its own. An attention layer is a pair of functions::
+
+    out, weights, cache = forward(X, W_q, W_k, W_v, W_o, num_heads)
+    grads = backward(d_out, cache)          # "X", "W_q", "W_k", "W_v", "W_o"
 """
 
 import numpy as np
 
 from ... import reference
+from ...reference.backward import multi_head_attention_backward_from_cache, multi_head_attention_with_cache
 from .corpus import SENTENCE_LENGTH
 
-#: Lesson 08's attention layer: its forward and its backward function.
-MULTI_HEAD = (reference.multi_head_attention, reference.multi_head_attention_backward)
+#: Lesson 08's attention layer: its forward function (which keeps a cache) and its backward function.
+MULTI_HEAD = (multi_head_attention_with_cache, multi_head_attention_backward_from_cache)
 
 
 def init_params(vocab_size, d_model, num_relations, rng, dtype="float64", n=SENTENCE_LENGTH):
@@ -89,10 +95,16 @@ def forward(params, tokens, num_heads, scale=True, embed=embed, attention=MULTI_
     out : ndarray, shape (B, n, d_model)   -- the layer's output
     weights : ndarray, shape (B, num_heads, n, n)
     """
+    X, out, weights, _ = _forward(params, tokens, num_heads, scale, embed, attention)
+    return X, out, weights
+
+
+def _forward(params, tokens, num_heads, scale, embed, attention):
+    """:func:`forward`, and the attention layer's cache for its backward pass."""
     X = embed(params, tokens)                                 # (B, n, d_model)
     W_q = params["W_q"] * query_factor(X.shape[-1], num_heads, scale)
-    out, weights = attention[0](X, W_q, params["W_k"], params["W_v"], params["W_o"], num_heads)
-    return X, out, weights
+    out, weights, cache = attention[0](X, W_q, params["W_k"], params["W_v"], params["W_o"], num_heads)
+    return X, out, weights, cache
 
 
 def answers(split, num_relations):
@@ -123,7 +135,7 @@ def loss_and_grads(params, batch, num_heads, scale=True, embed=embed, attention=
     R, B = W_out.shape[0], len(batch.tokens)
     rows = np.arange(B)
     # forward
-    X, out, _ = forward(params, batch.tokens, num_heads, scale, embed, attention)
+    X, out, _, cache = _forward(params, batch.tokens, num_heads, scale, embed, attention)
     h = out[rows, batch.query]                                # (B, d_model): the pronoun's output
     probs = reference.softmax(h @ W_out)                      # (R, B, V)
     right = answers(batch, R).T                               # (R, B): index of the right word
@@ -137,8 +149,7 @@ def loss_and_grads(params, batch, num_heads, scale=True, embed=embed, attention=
         d_out += d_out_r / R
     grads["W_out"] /= R
     factor = query_factor(X.shape[-1], num_heads, scale)
-    g = attention[1](X, params["W_q"] * factor, params["W_k"], params["W_v"], params["W_o"],
-                     num_heads, d_out)
+    g = attention[1](d_out, cache)                            # the forward's values: not computed again
     grads["W_q"] = g["W_q"] * factor                          # chain rule through W_q * factor
     grads["W_k"], grads["W_v"], grads["W_o"] = g["W_k"], g["W_v"], g["W_o"]
     grads["tok"], d_pos = reference.embedding_gradient(batch.tokens, g["X"], len(params["tok"]))

@@ -65,8 +65,8 @@ def rope_attention(X, W_q, W_k, W_v, W_o, num_heads, mask=None, rotate=reference
     weights (..., num_heads, n, n))``, as ``multi_head_attention``. ``rotate`` is the
     rotation (``rope_split_halves``: the other convention, see :func:`evaluate_split_halves`).
     """
-    _, _, _, weights, merged = _rope_forward(X, W_q, W_k, W_v, num_heads, mask, rotate)
-    return merged @ W_o, weights.copy()                         # a copy: the kept one is read-only
+    out, weights, _ = rope_attention_with_cache(X, W_q, W_k, W_v, W_o, num_heads, mask, rotate)
+    return out, weights
 
 
 def rope_attention_backward(X, W_q, W_k, W_v, W_o, num_heads, d_out, mask=None):
@@ -80,10 +80,37 @@ def rope_attention_backward(X, W_q, W_k, W_v, W_o, num_heads, d_out, mask=None):
     dict with ``"X"``, ``"W_q"``, ``"W_k"``, ``"W_v"``, ``"W_o"``, as
     ``multi_head_attention_backward``.
     """
+    _, _, cache = rope_attention_with_cache(X, W_q, W_k, W_v, W_o, num_heads, mask)
+    return rope_attention_backward_from_cache(d_out, cache)
+
+
+def rope_attention_with_cache(X, W_q, W_k, W_v, W_o, num_heads, mask=None, rotate=reference.rope):
+    """:func:`rope_attention`, keeping what its backward pass needs: ``(out, weights, cache)``.
+
+    A training step runs the forward pass, then the backward pass on the same inputs:
+    :func:`rope_attention_backward_from_cache` starts from ``cache`` instead of running
+    the forward pass again (as lesson 08's layer, ``helpers.reference.backward``).
+    """
     positions = np.arange(X.shape[-2])
-    Qr, Kr, V, weights, merged = _rope_forward(X, W_q, W_k, W_v, num_heads, mask, reference.rope)
-    d_heads = split_heads(d_out @ W_o.T, num_heads)             # (..., h, n, d_head)
-    dQr, dKr, dV = reference.attention_backward(Qr, Kr, V, weights, d_heads)
+    Q, K, V = (split_heads(X @ W, num_heads) for W in (W_q, W_k, W_v))   # (..., h, n, d_head)
+    Qr, Kr = rotate(Q, positions), rotate(K, positions)                 # rotate q and k only
+    heads, weights = scaled_dot_product_attention(Qr, Kr, V, mask)
+    merged = merge_heads(heads)                                         # (..., n, d_model)
+    cache = {"X": X, "W_q": W_q, "W_k": W_k, "W_v": W_v, "W_o": W_o, "num_heads": num_heads,
+             "rotate": rotate, "Qr": Qr, "Kr": Kr, "V": V, "weights": weights, "merged": merged}
+    return merged @ W_o, weights, cache
+
+
+def rope_attention_backward_from_cache(d_out, cache):
+    """:func:`rope_attention_backward` from the cache of :func:`rope_attention_with_cache`."""
+    if cache["rotate"] is not reference.rope:
+        raise ValueError("rope_attention_backward_from_cache: only this course's convention "
+                         "(reference.rope) has a backward pass here")
+    X, W_q, W_k, W_v, W_o = (cache[name] for name in ("X", "W_q", "W_k", "W_v", "W_o"))
+    positions = np.arange(X.shape[-2])
+    d_heads = split_heads(d_out @ W_o.T, cache["num_heads"])    # (..., h, n, d_head)
+    dQr, dKr, dV = reference.attention_backward(cache["Qr"], cache["Kr"], cache["V"], cache["weights"],
+                                                d_heads)
     dQ = merge_heads(reference.rope_backward(dQr, positions))   # undo the rotation
     dK = merge_heads(reference.rope_backward(dKr, positions))
     dV = merge_heads(dV)
@@ -93,40 +120,13 @@ def rope_attention_backward(X, W_q, W_k, W_v, W_o, num_heads, d_out, mask=None):
 
     return {"X": dQ @ W_q.T + dK @ W_k.T + dV @ W_v.T,
             "W_q": summed(X, dQ), "W_k": summed(X, dK), "W_v": summed(X, dV),
-            "W_o": summed(merged, d_out)}
-
-
-_LAST_FORWARD = {}    # the inputs and values of the last _rope_forward (one entry)
-
-
-def _rope_forward(X, W_q, W_k, W_v, num_heads, mask, rotate):
-    """The forward pass up to the merged heads: ``(Qr, Kr, V, weights, merged)``.
-
-    Qr, Kr, V are (..., h, n, d_head), weights (..., h, n, n), merged (..., n, d_model).
-    A training step runs the forward pass, then the backward pass on the same inputs,
-    which needs these values again: the last call's are kept, and given back (the same
-    numbers) when the inputs are equal, dtypes, mask and rotation included.
-    """
-    inputs = tuple(None if a is None else np.asarray(a) for a in (X, W_q, W_k, W_v, mask))
-    if _LAST_FORWARD and _LAST_FORWARD["how"] == (num_heads, rotate) and all(
-            (a is None) == (b is None) and (a is None or (a.dtype == b.dtype and np.array_equal(a, b)))
-            for a, b in zip(inputs, _LAST_FORWARD["inputs"])):
-        return _LAST_FORWARD["values"]
-    positions = np.arange(X.shape[-2])
-    Q, K, V = (split_heads(X @ W, num_heads) for W in (W_q, W_k, W_v))   # (..., h, n, d_head)
-    Qr, Kr = rotate(Q, positions), rotate(K, positions)                 # rotate q and k only
-    heads, weights = scaled_dot_product_attention(Qr, Kr, V, mask)
-    values = (Qr, Kr, V, weights, merge_heads(heads))                   # merged: (..., n, d_model)
-    for a in values:
-        a.flags.writeable = False
-    _LAST_FORWARD.update(inputs=tuple(None if a is None else a.copy() for a in inputs),
-                         how=(num_heads, rotate), values=values)
-    return values
+            "W_o": summed(cache["merged"], d_out)}
 
 
 def attention(position):
     """The attention layer of ``position``: its (forward, backward) pair, as lesson 08's ``MULTI_HEAD``."""
-    return (rope_attention, rope_attention_backward) if position == "rope" else l08.MULTI_HEAD
+    return (rope_attention_with_cache, rope_attention_backward_from_cache) if position == "rope" \
+        else l08.MULTI_HEAD
 
 
 # ------------------------------------------------------------------ the model
@@ -230,9 +230,8 @@ def shift_test(padded, corpus, k):
     return shift(corpus.test, k, length, padded.vocab.index(FILLER))
 
 
-def check_arguments(position, shifts, d_model, num_heads):
+def check_arguments(position, shifts, d_model, num_heads, where="train"):
     """Raise a clear ValueError/TypeError for a bad ``position`` or ``shifts`` of :func:`train`."""
-    where = "train"
     if position not in POSITIONS:
         raise ValueError(f"{where}: unknown position {position!r}; the ways are {list(POSITIONS)}")
     if position == "sinusoidal" and d_model % 2:
@@ -249,6 +248,15 @@ def check_arguments(position, shifts, d_model, num_heads):
     if not values or not all(isinstance(k, (int, np.integer)) and not isinstance(k, bool) and k >= 0
                              for k in values):
         raise ValueError(f"{where}: shifts must be whole numbers >= 0 (at least one), got {shifts!r}")
+
+
+def check_train(task, *, position="learned", shifts=None, num_heads=1, d_model=32, scale=True, steps=None,
+                seed=0, dtype="float64"):
+    """Raise a clear ValueError/TypeError for any bad argument of :func:`train` (its signature)."""
+    if task not in l08_training.TASKS:
+        raise ValueError(f"train: unknown task {task!r}; the tasks are {sorted(l08_training.TASKS)}")
+    l08_training.check_arguments("train", num_heads, d_model, scale, steps, seed, dtype)
+    check_arguments(position, shifts, d_model, num_heads)
 
 
 # ------------------------------------------------------------------ the entry point
@@ -271,10 +279,8 @@ def train(task, *, position="learned", shifts=None, num_heads=1, d_model=32, sca
         As lesson 08's, its ``"config"`` with ``position`` and ``shifts``; with ``shifts``,
         also ``"accuracy_by_shift"``: dict shift -> held-out accuracy.
     """
-    if task not in l08_training.TASKS:
-        raise ValueError(f"train: unknown task {task!r}; the tasks are {sorted(l08_training.TASKS)}")
-    l08_training.check_arguments("train", num_heads, d_model, scale, steps, seed, dtype)
-    check_arguments(position, shifts, d_model, num_heads)
+    check_train(task, position=position, shifts=shifts, num_heads=num_heads, d_model=d_model, scale=scale,
+                steps=steps, seed=seed, dtype=dtype)
     relations, default_steps = l08_training.TASKS[task]
     steps = default_steps if steps is None else int(steps)
     plain = l08_training.load_corpus()
@@ -325,8 +331,8 @@ def relation_accuracy(result, split=None):
 
 # ------------------------------------------------------------------ the other RoPE convention
 def rope_split_halves_attention(X, W_q, W_k, W_v, W_o, num_heads, mask=None):
-    """:func:`rope_attention` with pairs ``(x[i], x[i + d/2])`` (GPT-NeoX, Hugging Face's LLaMA)."""
-    return rope_attention(X, W_q, W_k, W_v, W_o, num_heads, mask, rotate=rope_split_halves)
+    """:func:`rope_attention_with_cache`, pairs ``(x[i], x[i + d/2])`` (GPT-NeoX, Hugging Face's LLaMA)."""
+    return rope_attention_with_cache(X, W_q, W_k, W_v, W_o, num_heads, mask, rotate=rope_split_halves)
 
 
 def evaluate_split_halves(result, params=None):

@@ -35,20 +35,25 @@ def init_params(d_model, rng, position):
 
 def forward(params, tokens, num_heads, position):
     """Logits from position OFFSET on, (B, n - OFFSET, VOCAB); the layer's input X, output and weights."""
+    return _forward(params, tokens, num_heads, position)[:4]
+
+
+def _forward(params, tokens, num_heads, position):
+    """:func:`forward`, and the attention layer's cache for its backward pass."""
     n = tokens.shape[-1]
     if position == "learned" and n > len(params["pos"]):
         raise ValueError(f"two_back: position='learned' has vectors for {len(params['pos'])} "
                          f"positions only, not {n}")
     X = model.embedding(position)(params, tokens)             # (B, n, d_model)
     attend, _ = model.attention(position)
-    out, weights = attend(X, params["W_q"], params["W_k"], params["W_v"], params["W_o"], num_heads,
-                          reference.causal_mask(n))
-    return out[:, OFFSET:] @ params["W_out"], X, out, weights
+    out, weights, cache = attend(X, params["W_q"], params["W_k"], params["W_v"], params["W_o"], num_heads,
+                                 reference.causal_mask(n))
+    return out[:, OFFSET:] @ params["W_out"], X, out, weights, cache
 
 
 def loss_and_grads(params, tokens, num_heads, position):
     """Mean cross-entropy of the answers, and the gradient of every parameter."""
-    logits, X, out, _ = forward(params, tokens, num_heads, position)
+    logits, X, out, _, cache = _forward(params, tokens, num_heads, position)
     probs = reference.softmax(logits)                         # (B, m, VOCAB), m = n - OFFSET
     B, m = probs.shape[:2]
     right = tokens[:, :-OFFSET]                               # (B, m)
@@ -62,8 +67,7 @@ def loss_and_grads(params, tokens, num_heads, position):
     d_out = np.zeros_like(out)
     d_out[:, OFFSET:] = d_logits @ params["W_out"].T
     _, backward = model.attention(position)
-    g = backward(X, params["W_q"], params["W_k"], params["W_v"], params["W_o"], num_heads, d_out,
-                 reference.causal_mask(tokens.shape[-1]))
+    g = backward(d_out, cache)                                # the forward's values: not computed again
     grads.update({name: g[name] for name in ("W_q", "W_k", "W_v", "W_o")})
     one_hot = np.eye(VOCAB)[tokens.ravel()]                   # (B * n, VOCAB)
     grads["tok"] = one_hot.T @ g["X"].reshape(-1, X.shape[-1])
@@ -80,6 +84,20 @@ def accuracy(params, num_heads, position, length, seed=1):
     return float(np.mean(np.argmax(logits, axis=-1) == tokens[:, :-OFFSET]))
 
 
+def check_arguments(position, *, lengths=(16, 24, 64), num_heads=1, d_model=32, steps=STEPS, seed=0):
+    """Raise a clear ValueError/TypeError for any bad argument of :func:`train_two_back` (its signature)."""
+    where = "train_two_back"
+    l08_training.check_arguments(where, num_heads, d_model, True, steps, seed, "float64")
+    model.check_arguments(position, None, d_model, num_heads, where)
+    try:
+        values = list(lengths)
+    except TypeError:
+        raise TypeError(f"{where}: lengths must be a sequence of whole numbers, got {lengths!r}") from None
+    if not values or not all(isinstance(L, (int, np.integer)) and not isinstance(L, bool) and L > OFFSET
+                             for L in values):
+        raise ValueError(f"{where}: lengths must be whole numbers > {OFFSET} (at least one), got {lengths!r}")
+
+
 def train_two_back(position, *, lengths=(16, 24, 64), num_heads=1, d_model=32, steps=STEPS, seed=0):
     """Train on sequences of TRAIN_LENGTH tokens (lesson 08's loop); measure the accuracy at each length.
 
@@ -88,6 +106,7 @@ def train_two_back(position, *, lengths=(16, 24, 64), num_heads=1, d_model=32, s
     dict: ``"loss"`` (steps,), ``"accuracy_by_length"`` (length -> accuracy, or None where
     "learned" has no vectors), ``"params"``, ``"config"``.
     """
+    check_arguments(position, lengths=lengths, num_heads=num_heads, d_model=d_model, steps=steps, seed=seed)
     rng = np.random.default_rng(seed)
     params = init_params(d_model, rng, position)
     losses = l08_training.fit(
