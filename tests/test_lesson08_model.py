@@ -272,3 +272,22 @@ def test_bad_argument_gets_a_clear_error_naming_it(kwargs, error, message):
     task = kwargs.pop("task")
     with pytest.raises(error, match=message):
         l08_training.train(task, **kwargs)
+
+
+# ----------------------------------------------------------------- Adam in place, as the loop runs it
+@pytest.mark.parametrize("dtype", ["float64", "float32"])
+def test_adam_in_place_gives_adam_steps_numbers_bit_for_bit(dtype):
+    from helpers import reference
+    from helpers.reference.optimizer import adam_step_in_place
+    rng = np.random.default_rng(5)
+    param, m, v = rng.standard_normal(300), np.zeros(300), np.zeros(300)
+    param, m, v = (a.astype(dtype) for a in (param, m, v))
+    mine = [a.copy() for a in (param, m, v)]
+    work = (np.empty_like(param), np.empty_like(param))
+    for t in range(1, 40):
+        grad = (rng.standard_normal(300) * 10.0 ** rng.integers(-6, 3, 300)).astype(dtype)
+        param, m, v = reference.adam_step(param, grad, m, v, t, lr=0.01 / t)
+        adam_step_in_place(*mine[:1], grad, *mine[1:], t, 0.01 / t, work)
+        for name, expected, got in zip(("param", "m", "v"), (param, m, v), mine):
+            assert got.dtype == expected.dtype, name
+            np.testing.assert_array_equal(got, expected, err_msg=f"{name} at step {t}")

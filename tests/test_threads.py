@@ -138,3 +138,45 @@ def test_a_lessons_training_entry_point_evaluates_on_one_thread_too(package, ent
     getattr(importlib.import_module(f"helpers.lessons.{package}"), entry)(*args, **kwargs)
     assert seen and set(seen) == {1}, seen
     assert threads.blas_thread_count() == 2
+
+
+# The measurements lesson 09's cells call themselves, after training (on the held-out sentences,
+# or thousands of fresh tokens): the function each calls inside, looked up when called.
+MEASUREMENTS = [
+    ("l09_position.model", "relation_accuracy", "pronoun_answers"),
+    ("l09_position.model", "evaluate", "pronoun_accuracy"),
+    ("l09_position.model", "evaluate_split_halves", "embed_words"),
+    ("l09_position.two_back", "by_band", "forward"),
+]
+
+
+@pytest.fixture(scope="module")
+def tiny_runs():
+    """A one-step RoPE run of each of lesson 09's tasks, trained without the test cache."""
+    import os
+    from helpers.lessons.l09_position import model as l09, two_back
+    saved = os.environ.pop("COURSE_RUN_CACHE", None)
+    try:
+        return {"l09_position.model": l09.train("two_relations", position="rope", steps=1),
+                "l09_position.two_back": two_back.train_two_back("rope", lengths=(16,), steps=1)}
+    finally:
+        if saved is not None:
+            os.environ["COURSE_RUN_CACHE"] = saved
+
+
+@pytest.mark.parametrize("module, measurement, inner", MEASUREMENTS, ids=[m for _, m, _ in MEASUREMENTS])
+def test_a_measurement_a_lesson_calls_runs_on_one_thread_and_restores_the_count(module, measurement, inner,
+                                                                              tiny_runs, two_threads,
+                                                                              monkeypatch):
+    import importlib
+    where = importlib.import_module(f"helpers.lessons.{module}")
+    seen, real = [], getattr(where, inner)
+
+    def recording(*a, **k):
+        seen.append(threads.blas_thread_count())
+        return real(*a, **k)
+
+    monkeypatch.setattr(where, inner, recording)
+    getattr(where, measurement)(tiny_runs[module])
+    assert seen and set(seen) == {1}, seen
+    assert threads.blas_thread_count() == 2

@@ -28,6 +28,7 @@ import numpy as np
 
 from ... import reference
 from ...reference.backward import multi_head_attention_backward_from_cache, multi_head_attention_with_cache
+from ...reference.training import loss_gradient_from_probabilities
 from .corpus import SENTENCE_LENGTH
 
 #: Lesson 08's attention layer: its forward function (which keeps a cache) and its backward function.
@@ -142,10 +143,12 @@ def loss_and_grads(params, batch, num_heads, scale=True, embed=embed, attention=
     p_right = probs[np.arange(R)[:, None], rows, right]       # (R, B)
     loss = float(-np.mean(np.log(p_right)))
     # backward: the readout (lesson 08's loss_gradient, once per relation: the loss is
-    # their mean), then the attention layer (lesson 07), then the embeddings (lesson 08)
+    # their mean; from the probabilities above), then the attention layer (lesson 07),
+    # then the embeddings (lesson 08)
     d_out, grads = np.zeros_like(out), {"W_out": np.zeros_like(W_out)}
     for r in range(R):
-        d_out_r, grads["W_out"][r] = reference.loss_gradient(out, batch.query, right[r], W_out[r])
+        d_out_r, grads["W_out"][r] = loss_gradient_from_probabilities(out, batch.query, right[r], W_out[r],
+                                                                      probs[r])
         d_out += d_out_r / R
     grads["W_out"] /= R
     factor = query_factor(X.shape[-1], num_heads, scale)

@@ -9,7 +9,7 @@ import functools
 
 import numpy as np
 
-from ... import reference
+from ...reference.optimizer import adam_step_in_place
 from ...threads import blas_threads
 from . import corpus as corpus_module
 from . import model
@@ -31,7 +31,8 @@ DTYPES = ("float64", "float32")
 # Adam is ``reference.adam_step(param, grad, m, v, t, lr)``, five lines (lesson 08 reads
 # them): running averages m of the gradient and v of its square (rates 0.9 and 0.999),
 # bias-corrected, then a step of ``lr * m_hat / (sqrt(v_hat) + 1e-8)``. It returns the new
-# ``(param, m, v)``. Below: the step size it is given at each step, and the loop.
+# ``(param, m, v)``; the loop uses its twin ``adam_step_in_place``, which writes them into
+# the arrays it is given (the same numbers). Below: the step size at each step, and the loop.
 def learning_rate(step, steps, d_model):
     """The step size at ``step`` (1 to ``steps``): it falls linearly from its start towards 0.
 
@@ -62,8 +63,9 @@ def fit(params, loss_and_grads, next_batch, steps, d_model):
 
     Adam treats every entry of every parameter on its own. So the loop keeps all the
     entries in one vector, ``flat`` (each array of ``params`` is then a view of its piece),
-    and makes one Adam step per training step for all of them: the same numbers as one
-    step per array, with less work per step.
+    and makes one Adam step per training step for all of them, in place
+    (``adam_step_in_place``): the same numbers as one ``adam_step`` per array, with less
+    work per step.
 
     Parameters
     ----------
@@ -81,17 +83,18 @@ def fit(params, loss_and_grads, next_batch, steps, d_model):
     shapes = [_at(params, path).shape for path in paths]
     flat = np.concatenate([_at(params, path).ravel() for path in paths])   # every parameter's entries
     ends = np.cumsum([int(np.prod(shape)) for shape in shapes])[:-1]       # where each one's piece ends
+    for path, shape, piece in zip(paths, shapes, np.split(flat, ends)):
+        _at(params, path[:-1])[path[-1]] = piece.reshape(shape)   # params see flat's values, always
     m, v = np.zeros_like(flat), np.zeros_like(flat)           # Adam's running averages, entry by entry
+    work = (np.empty_like(flat), np.empty_like(flat))         # Adam's scratch space
     losses = []
     with blas_threads():      # small matrices: one BLAS thread is fastest, busy machine or not
         for step in range(1, steps + 1):
             loss, grads = loss_and_grads(params, next_batch())
             grad = np.concatenate([_at(grads, path).ravel() for path in paths])   # in the order of flat
             lr = learning_rate(step, steps, d_model)
-            flat, m, v = reference.adam_step(flat, grad, m, v, step, lr)
+            adam_step_in_place(flat, grad, m, v, step, lr, work)    # adam_step, into flat itself
             flat *= 1 - lr * WEIGHT_DECAY                         # weight decay (as AdamW)
-            for path, shape, piece in zip(paths, shapes, np.split(flat, ends)):
-                _at(params, path[:-1])[path[-1]] = piece.reshape(shape)   # params see the new values
             losses.append(loss)
     return np.array(losses)
 

@@ -23,6 +23,7 @@ from ... import reference
 from ...reference.attention import scaled_dot_product_attention
 from ...reference.multi_head import merge_heads, split_heads
 from ...reference.position import rope_split_halves
+from ...threads import on_one_thread
 from ..l08_training import model as l08
 from ..l08_training import training as l08_training
 from ..l08_training.corpus import SENTENCE_LENGTH, Split
@@ -303,6 +304,7 @@ def train(task, *, position="learned", shifts=None, num_heads=1, d_model=32, sca
     return result
 
 
+@on_one_thread       # a measurement on hundreds of sentences: one BLAS thread is fastest
 def evaluate(result, params=None):
     """The held-out accuracy of a :func:`train` result (with ``params`` in place of its own, if given)."""
     config = result["config"]
@@ -311,6 +313,7 @@ def evaluate(result, params=None):
                             config["position"])
 
 
+@on_one_thread       # a measurement on hundreds of sentences: one BLAS thread is fastest
 def relation_accuracy(result, split=None):
     """Held-out accuracy of each relation on its own (``"accuracy"`` needs every relation right).
 
@@ -335,6 +338,7 @@ def rope_split_halves_attention(X, W_q, W_k, W_v, W_o, num_heads, mask=None):
     return rope_attention_with_cache(X, W_q, W_k, W_v, W_o, num_heads, mask, rotate=rope_split_halves)
 
 
+@on_one_thread       # a measurement on hundreds of sentences: one BLAS thread is fastest
 def evaluate_split_halves(result, params=None):
     """The held-out accuracy of a ``position="rope"`` result run in the split-halves convention.
 

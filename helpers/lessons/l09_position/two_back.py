@@ -14,6 +14,7 @@ the trained ones apart from those never trained (:data:`BANDS`).
 import numpy as np
 
 from ... import reference
+from ...threads import on_one_thread
 from ..l08_training import training as l08_training
 from . import model
 
@@ -119,6 +120,7 @@ def train_two_back(position, *, lengths=(16, 24, 64), num_heads=1, d_model=32, s
     return {"loss": losses, "accuracy_by_length": by_length, "params": params, "config": config}
 
 
+@on_one_thread       # a measurement on thousands of tokens: one BLAS thread is fastest
 def by_band(result, bands=BANDS, seed=1):
     """Accuracy, and the weight on the right key, in each band of positions of fresh sequences.
 
