@@ -184,6 +184,16 @@ def test_scoring_at_the_pronoun_only_gives_the_full_forward_passs_accuracy(runs,
 
 
 @pytest.mark.parametrize("position", model.POSITIONS)
+def test_attention_to_the_targets_at_the_pronoun_only_is_the_full_forward_passs(runs, position):
+    result = runs[position]
+    test = result["corpus"].test
+    full = model.measure(result["params"], test, 2, position=position)[1]          # (R, h)
+    assert full.shape == (2, 2)
+    np.testing.assert_allclose(result["attention_to_targets"], full, rtol=1e-12, atol=1e-15)
+    assert result["accuracy"] == model.measure(result["params"], test, 2, position=position)[0]
+
+
+@pytest.mark.parametrize("position", model.POSITIONS)
 def test_each_relations_accuracy_is_the_full_forward_passs(runs, position):
     result = runs[position]
     for k in (0, 4):

@@ -154,21 +154,39 @@ def measure(params, split, num_heads, scale=True, position="learned"):
 
 
 def pronoun_accuracy(params, split, num_heads, scale=True, position="learned"):
-    """The accuracy of :func:`measure` alone, with attention worked out at the pronoun only.
+    """The accuracy of :func:`measure` alone, from the pronoun's row only (:func:`pronoun_measure`)."""
+    return pronoun_measure(params, split, num_heads, scale, position)[0]
+
+
+def pronoun_measure(params, split, num_heads, scale=True, position="learned"):
+    """:func:`measure` -- accuracy and attention to the targets -- with attention at the pronoun only.
 
     The readout reads one row of the layer's output, the pronoun's, and a row of attention
     needs only its own query (and every key and value). So the scores, weights and outputs
-    of the other n - 1 rows are left out: this is what scores the shifted test sets.
-    A one-row product may round differently from the full one in the last bit, which
-    could change an answer only at a near-tie of two words: on trained models the
+    of the other n - 1 rows are left out: this is what scores the held-out and the shifted
+    test sets. A one-row product may round differently from the full one in the last bit,
+    which could change an answer only at a near-tie of two words: on trained models the
     accuracy is :func:`measure`'s exactly (a test checks it).
+
+    Returns
+    -------
+    accuracy : float
+    attention_to_targets : ndarray, shape (num_relations, num_heads)
     """
-    predicted = pronoun_answers(params, split, num_heads, scale, position)   # (N, num_relations)
-    return float(np.mean(np.all(predicted == l08.answers(split, len(params["W_out"])), axis=1)))
+    predicted, w_query = _at_the_pronoun(params, split, num_heads, scale, position)
+    R, rows = len(params["W_out"]), np.arange(len(split))
+    accuracy = float(np.mean(np.all(predicted == l08.answers(split, R), axis=1)))
+    to_targets = np.stack([w_query[rows, :, split.targets[:, r]].mean(axis=0) for r in range(R)])
+    return accuracy, to_targets
 
 
 def pronoun_answers(params, split, num_heads, scale=True, position="learned"):
     """The word the readout names for each relation, (N, num_relations): the pronoun's row only."""
+    return _at_the_pronoun(params, split, num_heads, scale, position)[0]
+
+
+def _at_the_pronoun(params, split, num_heads, scale, position):
+    """The readout's answers (N, num_relations) and the pronoun's attention weights (N, h, n)."""
     rows = np.arange(len(split))
     X = embedding(position)(params, split.tokens)                               # (N, n, d_model)
     W_q = params["W_q"] * l08.query_factor(X.shape[-1], num_heads, scale)
@@ -176,9 +194,9 @@ def pronoun_answers(params, split, num_heads, scale=True, position="learned"):
     K, V = (split_heads(X @ params[name], num_heads) for name in ("W_k", "W_v"))   # (N, h, n, d_head)
     if position == "rope":                    # as rope_attention: each q and k turned by its position
         q, K = reference.rope(q, split.query), reference.rope(K, np.arange(X.shape[-2]))
-    heads, _ = scaled_dot_product_attention(np.swapaxes(q, 0, 1)[:, :, None], K, V)   # (N, h, 1, d_head)
+    heads, weights = scaled_dot_product_attention(np.swapaxes(q, 0, 1)[:, :, None], K, V)   # (N, h, 1, .)
     h = merge_heads(heads)[:, 0] @ params["W_o"]               # (N, d_model): the pronoun's output
-    return np.argmax(h @ params["W_out"], axis=-1).T           # (N, R)
+    return np.argmax(h @ params["W_out"], axis=-1).T, weights[:, :, 0]   # (N, R), (N, h, n)
 
 
 # ------------------------------------------------------------------ shifted sentences
@@ -291,7 +309,7 @@ def train(task, *, position="learned", shifts=None, num_heads=1, d_model=32, sca
     params = init_params(len(data.vocab), d_model, len(relations), rng, dtype, position, n)
     losses = l08_training.fit(params, lambda p, batch: loss_and_grads(p, batch, num_heads, scale, position),
                               lambda: l08_training.sample_batch(data.train, rng), steps, d_model)
-    accuracy, attention_to_targets = measure(params, data.test, num_heads, scale, position)
+    accuracy, attention_to_targets = pronoun_measure(params, data.test, num_heads, scale, position)
     result = {"loss": losses, "accuracy": accuracy, "attention_to_targets": attention_to_targets,
               "params": params, "corpus": data,
               "config": l08_training.make_config(task, seed=seed, steps=steps, d_model=d_model,
