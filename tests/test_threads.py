@@ -4,6 +4,7 @@ The tests start from two BLAS threads (threadpoolctl raises the count above conf
 so that "pinned inside, as before outside" can fail.
 """
 
+import importlib
 import inspect
 
 import numpy as np
@@ -114,7 +115,7 @@ def test_a_function_on_one_thread_keeps_its_name_and_signature_and_restores_the_
 # and tiny arguments: that evaluation is where BLAS's own threads cost lesson 09 a minute.
 ENTRY_POINTS = [
     ("l08_training", "train", "l08_training.model", "measure", ("coreference",), {"steps": 1}),
-    ("l09_position", "train", "l09_position.model", "measure", ("two_relations",),
+    ("l09_position", "train", "l09_position.model", "pronoun_measure", ("two_relations",),
      {"position": "rope", "shifts": (0, 1), "steps": 1}),
     ("l09_position", "train_two_back", "l09_position.two_back", "accuracy", ("rope",),
      {"lengths": (16,), "steps": 1}),
@@ -122,18 +123,23 @@ ENTRY_POINTS = [
 ]
 
 
-@pytest.mark.parametrize("package, entry, module, evaluation, args, kwargs", ENTRY_POINTS)
-def test_a_lessons_training_entry_point_evaluates_on_one_thread_too(package, entry, module, evaluation,
-                                                                     args, kwargs, two_threads, monkeypatch):
-    import importlib
+def _thread_counts_seen_by(module, name, monkeypatch):
+    """The BLAS thread count at each call of ``helpers.lessons.<module>.<name>``, from now on (a list)."""
     where = importlib.import_module(f"helpers.lessons.{module}")
-    seen, real = [], getattr(where, evaluation)
+    seen, real = [], getattr(where, name)
 
     def recording(*a, **k):
         seen.append(threads.blas_thread_count())
         return real(*a, **k)
 
-    monkeypatch.setattr(where, evaluation, recording)
+    monkeypatch.setattr(where, name, recording)
+    return seen
+
+
+@pytest.mark.parametrize("package, entry, module, evaluation, args, kwargs", ENTRY_POINTS)
+def test_a_lessons_training_entry_point_evaluates_on_one_thread_too(package, entry, module, evaluation,
+                                                                     args, kwargs, two_threads, monkeypatch):
+    seen = _thread_counts_seen_by(module, evaluation, monkeypatch)
     monkeypatch.delenv("COURSE_RUN_CACHE", raising=False)         # train for real
     getattr(importlib.import_module(f"helpers.lessons.{package}"), entry)(*args, **kwargs)
     assert seen and set(seen) == {1}, seen
@@ -168,15 +174,7 @@ def tiny_runs():
 def test_a_measurement_a_lesson_calls_runs_on_one_thread_and_restores_the_count(module, measurement, inner,
                                                                               tiny_runs, two_threads,
                                                                               monkeypatch):
-    import importlib
-    where = importlib.import_module(f"helpers.lessons.{module}")
-    seen, real = [], getattr(where, inner)
-
-    def recording(*a, **k):
-        seen.append(threads.blas_thread_count())
-        return real(*a, **k)
-
-    monkeypatch.setattr(where, inner, recording)
-    getattr(where, measurement)(tiny_runs[module])
+    seen = _thread_counts_seen_by(module, inner, monkeypatch)
+    getattr(importlib.import_module(f"helpers.lessons.{module}"), measurement)(tiny_runs[module])
     assert seen and set(seen) == {1}, seen
     assert threads.blas_thread_count() == 2
