@@ -214,3 +214,58 @@ def test_without_a_pattern_the_generic_difference_is_kept():
     got = _expected(EXERCISES["attention_scores"], case).copy()
     got[0, 0] += 1.0
     assert _said("attention_scores", got, case) is None
+
+
+# ------------------------------------------------------------ inputs that hold lists and dicts of arrays
+def _stack_like(rng, n, cache_len):
+    """A case shaped like patched_stack's and attention_decode_step's: a list of per-layer
+    weight tuples and a cache dict of arrays, next to an array whose leading size is n."""
+    layers = [(rng.standard_normal((4, 4)), rng.standard_normal((4, 4))) for _ in range(2)]
+    cache = {"K": rng.standard_normal((2, cache_len, 3)), "V": rng.standard_normal((2, cache_len, 3))}
+    return Case((rng.standard_normal((n, 4)), layers, cache))
+
+
+def _sum_of_everything(X, layers, cache):
+    return X.sum(axis=1) + sum(a.sum() + b.sum() for a, b in layers) + cache["K"].sum()
+
+
+STACK_LIKE = Exercise(
+    name="stack_like", lesson="00", reference=_sum_of_everything,
+    make_cases=lambda rng, hidden: [_stack_like(rng, 5, 3), _stack_like(rng, 5, 4), _stack_like(rng, 6, 3)])
+
+
+@pytest.mark.parametrize("second", [1, 2], ids=["same n, a longer cache", "another n"])
+def test_right_on_an_earlier_case_of_lists_and_dicts_of_arrays_is_judged_without_raising(second):
+    # the crash of issue 37: comparing the layouts of two such cases with != raised
+    # "the truth value of an array ... is ambiguous", and the grader gave 0 points.
+    cases = STACK_LIKE.cases()
+    first = cases[0]
+
+    def right_on_the_first_only(X, layers, cache):
+        got = _sum_of_everything(X, layers, cache)
+        return got if cache["K"].shape == first.args[2]["K"].shape and len(X) == 5 else got + 1
+
+    report = evaluate(STACK_LIKE, right_on_the_first_only, [first, cases[second]])
+    assert report.passed == 1 and "it was right on an input of other sizes" in report.failures[0]
+
+
+def test_a_size_is_blamed_on_a_notebook_variable_only_when_the_function_reads_one():
+    first = EXERCISES["merge_heads"].cases()[0].args[0]
+    namespace = {"n": first.shape[1], "np": np}
+    exec("def merge_with_the_notebooks_n(H):\n    return H.transpose(1, 0, 2).reshape(n, -1)\n", namespace)
+    report = evaluate(EXERCISES["merge_heads"], namespace["merge_with_the_notebooks_n"],
+                      stop_at_first_failure=True)
+    assert f"the notebook variable `n` (= {first.shape[1]})" in report.failures[0]
+
+
+def test_without_evidence_of_a_fixed_size_the_plain_difference_is_said():
+    # the size comes from another input (here: the first case's lengths), not from a variable
+    exercise = Exercise(name="ones", lesson="00", reference=lambda lengths, n: np.ones((len(lengths), n)),
+                        make_cases=lambda rng, hidden: [Case(([1, 3], 3)), Case(([1, 2], 3))])
+
+    def as_wide_as_the_longest(lengths, n):
+        return np.ones((len(lengths), max(lengths)))
+
+    report = evaluate(exercise, as_wide_as_the_longest)
+    message = report.failures[0]
+    assert "has shape (2, 2), expected (2, 3)" in message and "notebook variable" not in message

@@ -28,6 +28,7 @@ from .blame import blame_helper
 from .compare import agrees, describe_case, difference, parameter_names
 from .deadline import TimeLimit, call_with_time_limit
 from .describe import describe
+from .explain import FILLS, explain_raised, leave_filled_memory, unwritten_entries, what
 
 
 class ExerciseError(AssertionError):
@@ -171,8 +172,14 @@ def _quietly(fn, args=(), kwargs=None, time_limit=None):
         return call_with_time_limit(fn, args, kwargs or {}, time_limit)
 
 
-def _call_on_copies(fn, case, time_limit=None):
+def _call_on_copies(fn, case, time_limit=None, prefill=None, fill=FILLS[0]):
     """Call ``fn`` on private copies of the case's inputs (see :func:`_quietly`).
+
+    ``prefill``: an expected answer (array, or tuple/dict of arrays). Just before the call,
+    buffers of the sizes of its arrays (and of the inputs') get every byte set to ``fill`` and
+    freed, so that an ``np.empty``/``np.empty_like`` inside ``fn`` most likely gets one of them
+    back: entries it never writes then hold ``fill`` bytes (NaN) instead of passing by luck as zeros
+    (:func:`helpers.checking.explain.leave_filled_memory`).
 
     Returns
     -------
@@ -184,6 +191,8 @@ def _call_on_copies(fn, case, time_limit=None):
     """
     args = copy.deepcopy(case.args)
     kwargs = copy.deepcopy(case.kwargs)
+    if prefill is not None:
+        leave_filled_memory([prefill, args, kwargs], fill)
     return _quietly(fn, args, kwargs, time_limit), args, kwargs
 
 
@@ -331,6 +340,9 @@ def _inspection(exercise, fn, time_limit):
     limit = None if time_limit is None else 4 * time_limit
     try:
         return _quietly(exercise.inspect, (fn,), time_limit=limit)
+    except Exception as exc:    # fn raised on the inspection's larger input
+        return (f"gives the right values on every case, but on the larger input the check of how it "
+                f"works runs it on, it raised {type(exc).__name__}: {exc}")
     except TimeLimit:
         return (f"gives the right values, but the check of how it works (it runs it on larger "
                 f"inputs) did not finish within {limit:g} s, so it was stopped: it is much slower "
@@ -341,30 +353,47 @@ def _failure(exercise, fn, case, time_limit=None, right=()):
     """What is wrong with ``fn`` on one case: a message, None if right, or ``_UNFINISHED``.
 
     ``right``: the cases ``fn`` got right before this one (for :func:`describe`).
+
+    Whatever ``fn`` returns (a list of arrays, a dict, an object array, a generator ...),
+    judging it never raises: a return value the comparison cannot handle is a wrong answer
+    with a message that says what came back (:func:`helpers.checking.explain.what`), and a
+    description that fails is left out (the plain difference is said instead).
     """
     expected = _call_on_copies(exercise.reference, case)[0]
     try:
-        got, args, kwargs = _call_on_copies(fn, case, time_limit)
+        got, args, kwargs = _call_on_copies(fn, case, time_limit, prefill=expected)
     except NotImplementedError:
         return _UNFINISHED
     except TimeLimit:
         return (f"on input {describe_case(case)}: it did not return within {time_limit:g} s, so "
                 f"the check stopped it. Is there a loop that never ends (a `while` whose counter "
                 f"or iterator does not move on every pass, e.g. an `it.iternext()` that is skipped)?")
-    except Exception as exc:  # the learner's code raised: say what and where
-        return f"on input {describe_case(case)} it raised {type(exc).__name__}: {exc}"
-    changed = changed_inputs(exercise, case, args, kwargs)
+    except Exception as exc:  # the learner's code raised: say what, where, and which input made it
+        return f"on input {describe_case(case)} {explain_raised(exercise, fn, case, exc, time_limit)}"
+    changed = _safely(changed_inputs, exercise, case, args, kwargs) or []
     if changed:
-        return _in_place_mistake(exercise, got, case, changed) or _changed_message(exercise, case, changed)
-    diff = difference(got, expected, _names(exercise), exercise.rtol, exercise.atol,
-                      exercise.float32_ok, exercise.float64_rtol)
+        return (_safely(_in_place_mistake, exercise, got, case, changed)
+                or _changed_message(exercise, case, changed))
+    try:
+        diff = difference(got, expected, _names(exercise), exercise.rtol, exercise.atol,
+                          exercise.float32_ok, exercise.float64_rtol)
+    except Exception:                    # a return value our comparison cannot take
+        return (f"on input {describe_case(case)}: it returned {what(got)}, which cannot be compared "
+                f"with what is expected, {what(expected)}.")
     values_wrong = diff is not None
     if diff is None and exercise.validate is not None:
-        diff = exercise.validate(got, case)
+        try:
+            diff = exercise.validate(got, case)
+        except Exception:
+            diff = (f"the values are right, but it returned {what(got)} where {what(expected)} is "
+                    f"expected, and the rest of the check cannot read it.")
     if diff is None:
         return None
     if not values_wrong:                 # the values are right; validate's message says what is not
-        return f"on input {describe_case(case)}: {diagnose(exercise, got, case) or diff}"
+        return f"on input {describe_case(case)}: {_safely(diagnose, exercise, got, case) or diff}"
+    unwritten = _safely(unwritten_entries, exercise, fn, case, got, expected, time_limit)
+    if unwritten:
+        return f"on input {describe_case(case)}: {unwritten}"
 
     def run(other, trial):               # describe runs fn (other=None) or the reference again
         try:
@@ -372,8 +401,17 @@ def _failure(exercise, fn, case, time_limit=None, right=()):
         except (Exception, TimeLimit):
             return None
 
-    told = diagnose(exercise, got, case) or describe(exercise, run, got, expected, case, right) or diff
+    told = (_safely(diagnose, exercise, got, case)
+            or _safely(describe, exercise, run, got, expected, case, right, fn) or diff)
     return f"on input {describe_case(case)}: {told}"
+
+
+def _safely(function, *args):
+    """``function(*args)``, or None if it raises: a diagnosis that cannot run says nothing."""
+    try:
+        return function(*args)
+    except Exception:
+        return None
 
 
 # ----------------------------------------------------------------- in a notebook

@@ -155,6 +155,8 @@ def difference(got, expected, name, rtol, atol, float32_ok=False, float64_rtol=N
         return (f"{name} is a {type(got).__name__}, not a NumPy array: return an array "
                 f"(e.g. wrap it in np.array(...)). The lesson's later cells use array "
                 f"operations on it (.shape, .T, ~, @).")
+    if np.iscomplexobj(got) and not np.iscomplexobj(expected):
+        return f"{name} holds complex numbers ({getattr(got, 'dtype', 'complex')}); it should be real numbers"
     try:
         got_arr = np.asarray(got, dtype=float)
     except (TypeError, ValueError):

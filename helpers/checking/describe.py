@@ -20,13 +20,15 @@ and two that run the learner's function again:
 """
 
 import dataclasses
+import dis
+import inspect
 
 import numpy as np
 
 from .compare import describe_case, difference, parameter_names
 
 
-def describe(exercise, run, got, expected, case, right=()):
+def describe(exercise, run, got, expected, case, right=(), fn=None):
     """A true sentence about how ``got`` differs from ``expected``, or None.
 
     Parameters
@@ -40,6 +42,9 @@ def describe(exercise, run, got, expected, case, right=()):
     case : Case
     right : list of Case
         The cases the learner's function got right before this one.
+    fn : callable, optional
+        The learner's function: its code is read for a size it fixes (a notebook variable,
+        a number typed in) when it was right on an earlier input of other sizes.
 
     Returns
     -------
@@ -59,7 +64,7 @@ def describe(exercise, run, got, expected, case, right=()):
                 return message
     message = _looks_right_on_consecutive_positions_only(exercise, run, case)
     if message is None and ("wrong values" in diff or " has shape " in diff) and "NaN" not in diff:
-        message = _looks_right_on_another_size_only(case, right)     # not for NaN, dtype, precision
+        message = _looks_right_on_another_size_only(case, right, diff, fn, exercise)   # not NaN, dtype
     return message
 
 
@@ -276,23 +281,132 @@ def _with_input(case, key, value):
     return dataclasses.replace(case, kwargs={**case.kwargs, key: value})
 
 
+def _layout(value, sizes=True):
+    """What ``value`` is made of, as nested tuples that compare safely with ``==``.
+
+    Arrays become their shape (``sizes``) or their number of axes and kind; lists, tuples
+    and dicts are followed inside (a list of per-layer weights, a cache dict of arrays);
+    numbers are kept when ``sizes`` (they may be sizes, like ``n``); anything else is named
+    by its type. Never an array: comparing two layouts cannot raise.
+    """
+    if isinstance(value, np.ndarray):
+        return ("array", tuple(value.shape) if sizes else (value.ndim, value.dtype.kind))
+    if isinstance(value, dict):
+        return ("dict", tuple((repr(k), _layout(v, sizes)) for k, v in value.items()))
+    if isinstance(value, (list, tuple)):
+        parts = tuple(_layout(v, sizes) for v in value)
+        if not sizes:                       # a list's length is a size: its kinds, each once
+            parts = tuple(dict.fromkeys(parts))
+        return (type(value).__name__, parts)
+    if isinstance(value, (bool, np.bool_)):
+        return ("bool", bool(value))
+    if isinstance(value, (int, np.integer)):
+        return ("int", int(value) if sizes else None)
+    if isinstance(value, (float, np.floating)):
+        return ("float", repr(float(value)) if sizes else None)
+    if isinstance(value, str):
+        return ("str", value)
+    return (type(value).__name__, None)
+
+
+def _values(case):
+    return list(case.args) + [case.kwargs[k] for k in sorted(case.kwargs)]
+
+
 def _shapes(case):
-    values = list(case.args) + [case.kwargs[k] for k in sorted(case.kwargs)]
-    return [np.shape(v) if isinstance(v, np.ndarray) else v for v in values]
+    """The case's inputs with their sizes (:func:`_layout`)."""
+    return _layout(_values(case))
 
 
 def _kind(case):
     """What a case is made of, sizes aside: its keywords, and which inputs are arrays of what."""
-    values = list(case.args) + [case.kwargs[k] for k in sorted(case.kwargs)]
-    return (tuple(sorted(case.kwargs)),
-            tuple((v.ndim, v.dtype.kind) if isinstance(v, np.ndarray) else type(v).__name__
-                  for v in values))
+    return (tuple(sorted(case.kwargs)), _layout(_values(case), sizes=False))
 
 
-def _looks_right_on_another_size_only(case, right):
+def _looks_right_on_another_size_only(case, right, diff, fn=None, exercise=None):
+    """Right on an earlier case of the same kind but other sizes: say so, with the evidence.
+
+    A size can only be blamed on something the function reads: a notebook variable (a
+    global or a variable of an enclosing function) or a number written in its code whose
+    value was a size of the earlier input and is no size of this one. Without such
+    evidence the generic difference ``diff`` is kept and the earlier input is only named.
+    """
     alike = [c for c in right if _kind(c) == _kind(case) and _shapes(c) != _shapes(case)]
     if not alike:
         return None
-    return (f"it was right on an input of other sizes ({describe_case(alike[0])}) but is wrong on "
-            f"this one: does it use a fixed size (a number typed in, or a notebook variable such as "
-            f"d_k or n) instead of reading the sizes from its inputs' shapes?")
+    earlier = alike[0]
+    culprits = _fixed_sizes(fn, earlier, case, exercise) if fn is not None and exercise else []
+    if culprits:
+        return (f"it was right on an input of other sizes ({describe_case(earlier)}) but is wrong "
+                f"on this one: it uses {'; and '.join(culprits[:2])}. Read the sizes from its "
+                f"inputs' shapes instead.")
+    return f"{diff} (it was right on an input of other sizes: {describe_case(earlier)})"
+
+
+def _functions(fn, depth=3):
+    """``fn`` and the functions it wraps (closures, ``functools.partial``), as plain functions."""
+    found, todo = [], [(fn, 0)]
+    while todo:
+        f, level = todo.pop(0)
+        f = getattr(f, "func", f)                                   # functools.partial
+        if not hasattr(f, "__code__") or any(f is g for g in found) or level > depth:
+            continue
+        found.append(f)
+        for cell in f.__closure__ or ():
+            try:
+                inner = cell.cell_contents
+            except ValueError:                                      # an empty cell
+                continue
+            if callable(inner):
+                todo.append((inner, level + 1))
+    return found
+
+
+def _codes(code):
+    todo, out = [code], []
+    while todo:
+        c = todo.pop(0)
+        out.append(c)
+        todo += [k for k in c.co_consts if inspect.iscode(k)]
+    return out
+
+
+def _fixed_sizes(fn, earlier, case, exercise):
+    """What ``fn`` reads that holds a size of ``earlier`` and of no input of ``case``, in words."""
+    now = dict(_sizes(case, exercise))
+    stale = {}                                   # size of the earlier input -> where it was
+    for label, size in _sizes(earlier, exercise):
+        if label in now and now[label] != size:
+            stale.setdefault(size, (label, now[label]))
+    if not stale:
+        return []
+    found = []
+    try:
+        for f in _functions(fn):
+            cells = dict(zip(f.__code__.co_freevars, f.__closure__ or ()))
+            for code in _codes(f.__code__):
+                for ins in dis.get_instructions(code):
+                    value, where = _MISSING, None
+                    if ins.opname in ("LOAD_GLOBAL", "LOAD_NAME"):
+                        value, where = f.__globals__.get(ins.argval, _MISSING), "the notebook variable"
+                    elif ins.opname == "LOAD_DEREF" and ins.argval in cells:
+                        try:
+                            value, where = cells[ins.argval].cell_contents, "the variable"
+                        except ValueError:
+                            continue
+                    elif ins.opname == "LOAD_CONST":
+                        value, where = ins.argval, "the number"
+                    if (isinstance(value, (int, np.integer)) and not isinstance(value, (bool, np.bool_))
+                            and int(value) in stale and (where != "the number" or int(value) > 2)):
+                        label, here = stale[int(value)]
+                        words = (f"the number {int(value)} typed in" if where == "the number"
+                                 else f"{where} `{ins.argval}` (= {int(value)})")
+                        words += f", which was {label} on the earlier input (here {label} = {here})"
+                        if words not in found:
+                            found.append(words)
+    except Exception:              # a function we cannot read: no evidence
+        return []
+    return found
+
+
+_MISSING = object()
