@@ -269,3 +269,16 @@ def test_without_evidence_of_a_fixed_size_the_plain_difference_is_said():
     report = evaluate(exercise, as_wide_as_the_longest)
     message = report.failures[0]
     assert "has shape (2, 2), expected (2, 3)" in message and "notebook variable" not in message
+
+
+def test_an_additive_minus_inf_mask_with_a_wrong_band_is_told_boolean_first():
+    # mistral-inference's log(tril/triu): 0 / -inf, one diagonal wider than asked
+    expected = np.tril(np.ones((5, 5), dtype=bool)) & np.triu(np.ones((5, 5), dtype=bool), -1)
+    wider = np.tril(np.ones((5, 5), dtype=bool)) & np.triu(np.ones((5, 5), dtype=bool), -2)
+    with np.errstate(divide="ignore"):
+        got = np.log(wider.astype(float))
+    exercise = Exercise(name="band_mask", lesson="00", reference=lambda n: expected,
+                        make_cases=lambda rng, hidden: [Case((5,))])
+    message = evaluate(exercise, lambda n: got).failures[0]
+    assert "must return a boolean mask" in message and "finite" not in message
+    assert "3 entries differ" in message

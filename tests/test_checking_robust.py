@@ -84,8 +84,7 @@ def test_a_list_input_that_an_array_fixes_is_named():
                         make_cases=lambda rng, hidden: [Case((np.arange(5.0), [0, 2, 4]))])
 
     def with_array_arithmetic(x, positions):
-        return x[positions * 1]             # a list * 1 is the list; as an index it works ...
-    with_array_arithmetic = (lambda x, positions: x[positions + 0])   # ... but a list + 0 raises
+        return x[positions + 0]             # a list + 0 raises TypeError; an array + 0 is itself
 
     report = evaluate(exercise, with_array_arithmetic)
     assert "positions came as a list" in report.failures[0] and "np.asarray(positions)" in report.failures[0]

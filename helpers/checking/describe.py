@@ -52,7 +52,7 @@ def describe(exercise, run, got, expected, case, right=(), fn=None):
         None when ``got`` agrees with ``expected``, or no pattern here fits.
     """
     names = exercise.outputs if len(exercise.outputs) > 1 else exercise.outputs[0]
-    diff = difference(got, expected, names, exercise.rtol, exercise.atol, exercise.float32_ok,
+    diff = difference(got, expected, names, exercise.rtol, exercise.atol, False,
                       exercise.float64_rtol)
     if diff is None:
         return None
@@ -77,7 +77,7 @@ def _wrong_parts(exercise, got, expected):
     else:
         parts = [(names[0], got, expected)]
     for name, g, e in parts:
-        if difference(g, e, name, exercise.rtol, exercise.atol, exercise.float32_ok,
+        if difference(g, e, name, exercise.rtol, exercise.atol, False,
                       exercise.float64_rtol) is None:
             continue                       # this one is right: the first wrong one is described
         if isinstance(e, np.ndarray) and isinstance(g, np.ndarray):
@@ -115,7 +115,11 @@ def _looks_like_a_float_mask(name, g, e, case, exercise):
         elif np.array_equal(zero, ~e):
             way = " and the wrong way round (the large negative value sits where attending is allowed)"
         else:
-            return None
+            wrong = zero != e
+            where = tuple(int(i) for i in np.argwhere(wrong)[0])
+            way = (f"; its pattern is off too: {int(wrong.sum())} entries differ from the expected "
+                   f"mask, e.g. at {where} it {'allows' if zero[where] else 'blocks'} what should be "
+                   f"{'blocked' if zero[where] else 'allowed'}")
         return (f"{name} is an additive mask (0 where attending is allowed, {shown} where it is "
                 f"blocked){way}. This function must return a boolean mask: True where a token may "
                 f"attend, False where it may not (attention turns False into -inf itself).")
@@ -267,7 +271,7 @@ def _looks_right_on_consecutive_positions_only(exercise, run, case):
     trial = _with_input(case, key, np.arange(positions.size))
     got = run(None, trial)
     if got is None or difference(got, run(exercise.reference, trial), "x", exercise.rtol,
-                                 exercise.atol, exercise.float32_ok, exercise.float64_rtol):
+                                 exercise.atol, False, exercise.float64_rtol):
         return None
     shown = ", ".join(f"{p:g}" for p in positions[:6]) + (", ..." if positions.size > 6 else "")
     return (f"it is right when the positions are 0, 1, 2, ... (each token's index) but not on the "

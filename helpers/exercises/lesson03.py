@@ -398,7 +398,6 @@ EXERCISES = [
         make_cases=make_softmax_cases,
         mistakes=SOFTMAX_MISTAKES,
         outputs=("weights",),
-        float32_ok=True,
     ),
     Exercise(
         name="causal_mask",
@@ -416,7 +415,6 @@ EXERCISES = [
         make_cases=make_attention_cases,
         mistakes=ATTENTION_MISTAKES,
         outputs=("out", "weights"),
-        float32_ok=True,
     ),
     Exercise(
         name="causal_mask_for_new_tokens",
