@@ -58,7 +58,8 @@ def _half_written(x):
 
 HALF = Exercise(name="double_first_row", lesson="00", reference=lambda x: np.where(
     np.arange(len(x))[:, None] == 0, 2 * x, 0.0),
-    make_cases=lambda rng, hidden: [Case((rng.standard_normal((4, 3)),)), Case((rng.standard_normal((6, 5)),))])
+    make_cases=lambda rng, hidden: [Case((rng.standard_normal((4, 3)),)),
+                                    Case((rng.standard_normal((6, 5)),))])
 
 
 def test_entries_left_unwritten_by_empty_like_are_named_and_never_pass():

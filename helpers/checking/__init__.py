@@ -414,7 +414,10 @@ def _failure(exercise, fn, case, time_limit=None, right=()):
                     f"expected, and the rest of the check cannot read it.")
     if diff is None:
         return None
-    if isinstance(diff, Float32Only):    # the logic is right: only the precision is not
+    if isinstance(diff, Float32Only):    # float32-close: a catalogued mistake, or right but for float32
+        told = _safely(diagnose, exercise, got, case)
+        if told:
+            return f"on input {describe_case(case)}: {told}"
         return Float32Only(f"on input {describe_case(case)}: {diff}")
     if not values_wrong:                 # the values are right; validate's message says what is not
         return f"on input {describe_case(case)}: {_safely(diagnose, exercise, got, case) or diff}"

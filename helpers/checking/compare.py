@@ -173,7 +173,7 @@ def difference(got, expected, name, rtol, atol, float32_ok=False, float64_rtol=N
         if got_arr.shape == exp_arr.shape[::-1] and got_arr.ndim == 2:
             hint = " (transposed?)"
         return f"{name} has shape {got_arr.shape}, expected {exp_arr.shape}{hint}"
-    if (getattr(expected, "dtype", None) == bool and getattr(got, "dtype", None) is not None
+    if (getattr(expected, "dtype", None) == np.dtype(bool) and isinstance(got, np.ndarray)
             and got.dtype.kind == "f" and np.isinf(got_arr).any()):
         return (f"{name} holds numbers ({got.dtype}, with -inf or inf) where a boolean mask is "
                 f"expected: return True where a token may attend, False where it may not")
