@@ -474,6 +474,7 @@ def check(exercise, fn, catalogue=None):
         return exercise.reference
     if report.failures:
         raise ExerciseError(f"{exercise.name} {report.failures[0]}")
+    notes = "".join(f" {note}" for note in report.notes)
     print(f"✓ {exercise.name} passed all {report.total} checks. "
-          f"From here on the lesson uses your {exercise.name}." + "".join(f" {note}" for note in report.notes))
+          f"From here on the lesson uses your {exercise.name}.{notes}")
     return fn
