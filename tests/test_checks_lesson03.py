@@ -108,6 +108,8 @@ MASK_WRONG = {
                           "diagonal is excluded"),
     "inverted (True = masked)": (lambda n: np.triu(np.ones((n, n), dtype=bool), k=1),
                                  "mask is inverted"),
+    "PyTorch's torch.triu(ones, diagonal=1) (True = blocked)": (
+        lambda n: np.triu(np.ones((n, n)), k=1).astype(bool), "PyTorch's convention"),
     "floats, not booleans": (lambda n: np.tril(np.ones((n, n))), "dtype is float64"),
     "ints, not booleans": (lambda n: np.tril(np.ones((n, n), dtype=int)), "return a boolean array"),
     "wrong size": (lambda n: np.tril(np.ones((n + 1, n + 1), dtype=bool)), "has shape"),
@@ -248,7 +250,7 @@ ATTENTION_WRONG = {
         lambda Q, K, V, mask=None: attention(Q, K, V, mask, after=True),
         "applied after the softmax without renormalising"),
     "mask inverted": (lambda Q, K, V, mask=None: attention(Q, K, V, None if mask is None else ~mask),
-                      "mask is inverted"),
+                      "the opposite of PyTorch's attn_mask"),
     "mask inverted, no empty-row fix": (
         lambda Q, K, V, mask=None: attention(Q, K, V, None if mask is None else ~mask,
                                              fix_empty=False), "mask is inverted"),
