@@ -250,11 +250,12 @@ def _names(exercise):
     return exercise.outputs if len(exercise.outputs) > 1 else exercise.outputs[0]
 
 
-def diagnose(exercise, got, case):
+def diagnose(exercise, got, case, expected=None):
     """The message of the first known mistake whose output matches ``got``, or None.
 
     A mistake matched only within float32's precision (the learner made it and computed in
-    float32 too) is named with a note that says so.
+    float32 too) is named with a note that says so, when ``expected`` (the reference's answer)
+    is given and the mistake's answer is not within float32's precision of it.
     """
     loose = None
     for mistake in exercise.mistakes:
@@ -264,7 +265,9 @@ def diagnose(exercise, got, case):
             continue
         if agrees(got, wrong, exercise.rtol, exercise.atol, False, exercise.float64_rtol):
             return mistake.message
-        if loose is None and agrees(got, wrong, exercise.rtol, exercise.atol, True, exercise.float64_rtol):
+        if (loose is None and expected is not None
+                and agrees(got, wrong, exercise.rtol, exercise.atol, True, exercise.float64_rtol)
+                and not agrees(wrong, expected, exercise.rtol, exercise.atol, True, exercise.float64_rtol)):
             loose = mistake.message
     if loose is not None:
         return (f"{loose} (Also, it computes in float32 somewhere: its values match that mistake only "
@@ -404,7 +407,7 @@ def _failure(exercise, fn, case, time_limit=None, right=()):
                 f"the check stopped it. Is there a loop that never ends (a `while` whose counter "
                 f"or iterator does not move on every pass, e.g. an `it.iternext()` that is skipped)?")
     except Exception as exc:  # the learner's code raised: say what, where, and which input made it
-        return f"on input {describe_case(case)} {explain_raised(exercise, fn, case, exc, time_limit)}"
+        return f"on input {describe_case(case)} {explain_raised(exercise, fn, case, exc, time_limit, right)}"
     changed = _safely(changed_inputs, exercise, case, args, kwargs) or []
     if changed:
         return (_safely(_in_place_mistake, exercise, got, case, changed)
@@ -425,7 +428,7 @@ def _failure(exercise, fn, case, time_limit=None, right=()):
     if diff is None:
         return None
     if isinstance(diff, Float32Only):    # float32-close: a catalogued mistake, or right but for float32
-        told = _safely(diagnose, exercise, got, case)
+        told = _safely(diagnose, exercise, got, case, expected)
         if told:
             return f"on input {describe_case(case)}: {told}"
         return Float32Only(f"on input {describe_case(case)}: {diff}")
@@ -441,7 +444,7 @@ def _failure(exercise, fn, case, time_limit=None, right=()):
         except (Exception, TimeLimit):
             return None
 
-    told = (_safely(diagnose, exercise, got, case)
+    told = (_safely(diagnose, exercise, got, case, expected)
             or _safely(describe, exercise, run, got, expected, case, right, fn) or diff)
     return f"on input {describe_case(case)}: {told}"
 

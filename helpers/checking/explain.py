@@ -196,11 +196,12 @@ def _on_one_slice(case):
     return tuple(cut(v) for v in case.args), {k: cut(v) for k, v in case.kwargs.items()}, most
 
 
-def explain_raised(exercise, fn, case, exc, time_limit=None):
+def explain_raised(exercise, fn, case, exc, time_limit=None, right=()):
     """``"it raised ValueError: ... (at `line`): positions came as a list: ..."``, one line.
 
     The exception's own text, the learner's line that raised it, and, when running ``fn``
-    again finds it, the input that made it raise.
+    again finds it, the input that made it raise; else, when it was right on an earlier
+    case (``right``), that case (a size it does not handle: a partial last block, n_q != n_k ...).
     """
     told = f"it raised {type(exc).__name__}: {exc}"
     line = _learner_line(exc)
@@ -223,6 +224,9 @@ def explain_raised(exercise, fn, case, exc, time_limit=None):
                     f"but not on the {sliced[2]}-D input: {hint}")
     except Exception:                    # explaining must never fail the check itself
         pass
+    if right:
+        from .compare import describe_case
+        told += f" (it was right on {describe_case(right[-1])}: what differs in this input?)"
     return told
 
 
