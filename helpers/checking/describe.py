@@ -6,7 +6,8 @@ pattern of the learner's output against the expected one and returns a sentence 
 when the pattern is really there (it is computed from the two arrays, never guessed):
 
 - a float mask where a boolean one is expected: 0/1 numbers, or an additive mask
-  (0 and a large negative number or -inf);
+  (0 and a large negative number or -inf), said before anything about its values
+  ("-inf where it should be finite" would send the learner the wrong way);
 - the complement of a boolean mask;
 - the transpose of the expected array;
 - right except in the query rows that are fully masked;
@@ -15,7 +16,9 @@ when the pattern is really there (it is computed from the two arrays, never gues
 
 and two that run the learner's function again:
 
-- right on an earlier input of another size but not on this one;
+- right on an earlier input of another size but not on this one (a notebook variable or a
+  number typed in is named only when the function's code reads one that held a size of
+  that input; else the plain difference is said, with the earlier input named);
 - right on consecutive positions but not on the positions given (with gaps).
 """
 
