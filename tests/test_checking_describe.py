@@ -282,3 +282,14 @@ def test_an_additive_minus_inf_mask_with_a_wrong_band_is_told_boolean_first():
     message = evaluate(exercise, lambda n: got).failures[0]
     assert "must return a boolean mask" in message and "finite" not in message
     assert "3 entries differ" in message
+
+
+def test_an_output_made_with_the_shape_of_one_input_is_told_so():
+    # damek's FlashAttention port: O = zeros_like(Q), which has d_k columns where d_v belongs
+    exercise = EXERCISES["online_softmax_attention"]
+
+    def out_like_Q(Q, K, V, block_size=128):
+        return np.zeros_like(Q)
+
+    message = evaluate(exercise, out_like_Q, stop_at_first_failure=True).failures[0]
+    assert "the shape of the input Q" in message and "np.zeros_like(Q)" in message

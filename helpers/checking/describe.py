@@ -60,7 +60,7 @@ def describe(exercise, run, got, expected, case, right=(), fn=None):
     if diff is None:
         return None
     for name, g, e in _wrong_parts(exercise, got, expected):
-        for looks in (_looks_like_a_float_mask, _looks_complemented, _looks_transposed,
+        for looks in (_looks_shaped_like_an_input, _looks_like_a_float_mask, _looks_complemented, _looks_transposed,
                       _looks_wrong_in_masked_rows, _looks_scaled, _looks_normalised_wrongly):
             message = looks(name, g, e, case, exercise)
             if message:
@@ -141,6 +141,21 @@ def _looks_complemented(name, g, e, case, exercise):
 
 
 # ----------------------------------------------------------------- layout
+def _looks_shaped_like_an_input(name, g, e, case, exercise):
+    """A wrong shape that is exactly one input's shape: made from that input (np.zeros_like(Q))."""
+    if g.shape == e.shape:
+        return None
+    names = parameter_names(exercise.reference, len(case.args))
+    inputs = list(zip(names, case.args)) + list(case.kwargs.items())
+    alike = [n for n, v in inputs if isinstance(v, np.ndarray) and v.shape == g.shape]
+    if len(alike) != 1 or any(isinstance(v, np.ndarray) and v.shape == e.shape for _, v in inputs):
+        return None
+    source = alike[0]
+    return (f"{name} has shape {g.shape}, the shape of the input {source}, but should be {e.shape}: "
+            f"was it made from {source} (np.zeros_like({source}), np.empty_like({source}), "
+            f"{source}.shape) where other sizes belong?")
+
+
 def _looks_transposed(name, g, e, case, exercise):
     if e.ndim < 2 or g.ndim != e.ndim:
         return None
