@@ -97,3 +97,28 @@ def test_dot_T_on_a_leading_axis_is_named():
                                                               rng.standard_normal((2, 5, 3))))])
     report = evaluate(exercise, lambda Q, K: Q @ K.T)
     assert "raised ValueError" in report.failures[0] and "`.T` reverses every axis" in report.failures[0]
+
+
+def _rope_from_a_table(x, positions, base=10000.0, rows=None):
+    """LLaMA-style: angles precomputed for positions 0 .. rows - 1, then indexed."""
+    d = np.shape(x)[-1]
+    positions = np.asarray(positions)
+    rows = 2048 if rows is None else rows
+    table = np.arange(rows)[:, None] * base ** (-np.arange(0, d, 2) / d)
+    if rows != 2048 and (positions < 0).any():
+        raise IndexError("position out of the table")      # e.g. torch's index_select
+    theta = table[positions]
+    c, s = np.cos(theta), np.sin(theta)
+    out = np.empty_like(x, dtype=float)
+    out[..., 0::2] = x[..., 0::2] * c - x[..., 1::2] * s
+    out[..., 1::2] = x[..., 0::2] * s + x[..., 1::2] * c
+    return out
+
+
+@pytest.mark.parametrize("rows", [None, 64], ids=["wraps around", "raises"])
+def test_a_rope_indexing_a_table_by_position_is_told_negative_positions_are_allowed(rows):
+    exercise = EXERCISES["rope"]
+    report = evaluate(exercise, lambda x, positions, base=10000.0: _rope_from_a_table(x, positions, base, rows),
+                      stop_at_first_failure=True)
+    assert "Negative positions are allowed" in report.failures[0]
+    assert "use the positions it is given" not in report.failures[0]

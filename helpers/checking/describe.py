@@ -284,7 +284,19 @@ def _looks_right_on_consecutive_positions_only(exercise, run, case):
         positions = np.asarray(positions, dtype=float)
     except (TypeError, ValueError):
         return None
-    if positions.ndim != 1 or positions.size < 2 or np.all(np.diff(positions) == 1):
+    if positions.ndim != 1 or positions.size < 2:
+        return None
+    if (positions < 0).any() and np.all(positions == np.round(positions)):
+        shifted = _with_input(case, key, (positions - positions.min()).astype(int))
+        got = run(None, shifted)
+        if got is not None and not difference(got, run(exercise.reference, shifted), "x", exercise.rtol,
+                                               exercise.atol, False, exercise.float64_rtol):
+            shown = ", ".join(f"{p:g}" for p in positions[:6])
+            return (f"it is right on positions from 0 up, but not on this input's negative ones "
+                    f"({shown}). Negative positions are allowed: a table indexed by position "
+                    f"(table[positions]) cannot serve them (NumPy wraps a negative index around to "
+                    f"the table's end); compute from the positions themselves.")
+    if np.all(np.diff(positions) == 1):
         return None
     trial = _with_input(case, key, np.arange(positions.size))
     got = run(None, trial)

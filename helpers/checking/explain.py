@@ -179,6 +179,28 @@ def _as_array_instead(exercise, fn, case, time_limit):
     return None
 
 
+def _negative_positions(exercise, fn, case, time_limit):
+    """The negative ``positions`` (in words) when ``fn`` runs on them shifted to start at 0."""
+    names = parameter_names(exercise.reference, len(case.args))
+    index = names.index("positions") if "positions" in names else None
+    value = case.args[index] if index is not None else case.kwargs.get("positions")
+    try:
+        positions = np.asarray(value)
+    except (TypeError, ValueError):
+        return None
+    if value is None or positions.dtype.kind not in "iu" or not (positions < 0).any():
+        return None
+    shifted = positions - positions.min()
+    args, kwargs = list(case.args), dict(case.kwargs)
+    if index is not None:
+        args[index] = shifted
+    else:
+        kwargs["positions"] = shifted
+    if not _runs(fn, tuple(args), kwargs, time_limit):
+        return None
+    return ", ".join(str(int(p)) for p in positions.ravel()[:6] if p < 0)
+
+
 def _on_one_slice(case):
     """The case with every input of the most axes (3 or more) cut to its first leading index."""
     arrays = [v for v in list(case.args) + list(case.kwargs.values()) if isinstance(v, np.ndarray)]
@@ -213,6 +235,12 @@ def explain_raised(exercise, fn, case, exc, time_limit=None, right=()):
             name, kind = listed
             return (f"{told}. {name} came as a {kind}, and it runs when {name} is an array: start "
                     f"with {name} = np.asarray({name}) (the exercise accepts a {kind}).")
+        negative = _negative_positions(exercise, fn, case, time_limit)
+        if negative:
+            return (f"{told}. It runs when the positions are shifted to start at 0, but this input "
+                    f"has negative ones ({negative}). Negative positions are allowed: a table "
+                    f"indexed by position (table[positions]) cannot serve them; compute from the "
+                    f"positions themselves.")
         sliced = _on_one_slice(case)
         if sliced and _runs(fn, sliced[0], sliced[1], time_limit):
             hint = ("`.T` reverses every axis of an array with a leading axis ((h, n, d) becomes "
