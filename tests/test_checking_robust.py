@@ -118,7 +118,9 @@ def _rope_from_a_table(x, positions, base=10000.0, rows=None):
 @pytest.mark.parametrize("rows", [None, 64], ids=["wraps around", "raises"])
 def test_a_rope_indexing_a_table_by_position_is_told_negative_positions_are_allowed(rows):
     exercise = EXERCISES["rope"]
-    report = evaluate(exercise, lambda x, positions, base=10000.0: _rope_from_a_table(x, positions, base, rows),
-                      stop_at_first_failure=True)
+    def rope(x, positions, base=10000.0):
+        return _rope_from_a_table(x, positions, base, rows)
+
+    report = evaluate(exercise, rope, stop_at_first_failure=True)
     assert "Negative positions are allowed" in report.failures[0]
     assert "use the positions it is given" not in report.failures[0]

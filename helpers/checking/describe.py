@@ -60,7 +60,8 @@ def describe(exercise, run, got, expected, case, right=(), fn=None):
     if diff is None:
         return None
     for name, g, e in _wrong_parts(exercise, got, expected):
-        for looks in (_looks_shaped_like_an_input, _looks_like_a_float_mask, _looks_complemented, _looks_transposed,
+        for looks in (_looks_shaped_like_an_input, _looks_like_a_float_mask, _looks_complemented,
+                      _looks_transposed,
                       _looks_wrong_in_masked_rows, _looks_scaled, _looks_normalised_wrongly):
             message = looks(name, g, e, case, exercise)
             if message:
