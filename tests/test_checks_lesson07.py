@@ -33,6 +33,8 @@ def jacobian_rows(y, dy, axis=-1, sign=1.0):
 
 
 SOFTMAX_WRONG = {
+    "y - dy (the softmax + cross-entropy shortcut)": (lambda y, dy, axis=-1: y - dy,
+                                                      "followed by cross-entropy"),
     "diagonal only": (lambda y, dy, axis=-1: y * (1 - y) * dy, "only the diagonal of the Jacobian"),
     "no factor y": (lambda y, dy, axis=-1: dy - (dy * y).sum(axis=axis, keepdims=True),
                     "the factor y in front is missing"),

@@ -94,6 +94,10 @@ def _other_axis(axis, ndim):
 
 
 SOFTMAX_BACKWARD_MISTAKES = [
+    Mistake("it returns y - dy: that is the shortcut of softmax *followed by cross-entropy* (the "
+            "logits' gradient p - onehot, with dy taken for the one-hot). Here dy is any upstream "
+            "gradient and softmax stands alone: dx = y * (dy - sum(dy * y)) along the axis.",
+            lambda y, dy, axis=-1: y - dy),
     Mistake("only the diagonal of the Jacobian was used: y * (1 - y) * dy is what you get "
             "if each weight depended on its own score only. But every score moves every "
             "weight of its row (the off-diagonal -y_i y_j): dx_i = y_i (dy_i - sum_j y_j dy_j).",
