@@ -434,7 +434,7 @@ def _failure(exercise, fn, case, time_limit=None, right=()):
         return Float32Only(f"on input {describe_case(case)}: {diff}")
     if not values_wrong:                 # the values are right; validate's message says what is not
         return f"on input {describe_case(case)}: {_safely(diagnose, exercise, got, case) or diff}"
-    unwritten = _safely(unwritten_entries, exercise, fn, case, got, expected, time_limit)
+    unwritten = _safely(unwritten_entries, exercise, fn, case, got, expected, _call_on_copies, time_limit)
     if unwritten:
         return f"on input {describe_case(case)}: {unwritten}"
 

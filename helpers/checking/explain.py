@@ -19,10 +19,12 @@ running it again on a changed input, never by guessing:
 
 import os
 import traceback
+import warnings
 
 import numpy as np
 
 from .compare import parameter_names
+from .deadline import TimeLimit, call_with_time_limit
 
 #: The two byte patterns left in freed memory: 0xFF... reads as NaN in float32 and float64
 #: (and -1 in integers), 0x7F... as a huge finite number (1.4e306 in float64).
@@ -86,17 +88,16 @@ def _parts(value):
     return []
 
 
-def unwritten_entries(exercise, fn, case, got, expected, time_limit=None):
+def unwritten_entries(exercise, fn, case, got, expected, call, time_limit=None):
     """Say so when ``got`` (``fn``'s answer, memory filled with NaN) holds entries never written.
 
-    ``fn`` runs again with the other fill (:data:`FILLS`); entries that were NaN and now
-    differ came from leftover memory. None when there are none.
+    ``fn`` runs again with the other fill (:data:`FILLS`), through ``call`` (the package's
+    ``_call_on_copies``, passed in: this module does not import the package it is part of);
+    entries that were NaN and now differ came from leftover memory. None when there are none.
     """
-    from . import _call_on_copies          # the package imports this module
-
     if not any(a.dtype.kind == "f" and np.isnan(a).any() for _, a in _parts(got)):
         return None
-    again = _call_on_copies(fn, case, time_limit, prefill=expected, fill=FILLS[1])[0]
+    again = call(fn, case, time_limit, prefill=expected, fill=FILLS[1])[0]
     names = exercise.outputs
     for (suffix, first), (_, second) in zip(_parts(got), _parts(again)):
         if first.shape != second.shape or first.dtype.kind != "f":
@@ -146,11 +147,11 @@ def _uses_dot_T(fn):
 
 
 def _runs(fn, args, kwargs, time_limit):
-    from . import _quietly
-    from .deadline import TimeLimit
-
+    """Whether ``fn(*args, **kwargs)`` returns (NumPy's warnings silenced, within the limit)."""
     try:
-        _quietly(fn, args, kwargs, time_limit)
+        with warnings.catch_warnings(), np.errstate(all="ignore"):
+            warnings.simplefilter("ignore")
+            call_with_time_limit(fn, args, kwargs, time_limit)
         return True
     except (Exception, TimeLimit):
         return False
