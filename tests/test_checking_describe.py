@@ -293,3 +293,40 @@ def test_an_output_made_with_the_shape_of_one_input_is_told_so():
 
     message = evaluate(exercise, out_like_Q, stop_at_first_failure=True).failures[0]
     assert "the shape of the input Q" in message and "np.zeros_like(Q)" in message
+
+
+def _patched_without_the_source_residual(X, X_source, layers, num_heads, layer, positions, mask=None):
+    """Learner set 911's patched_stack wrong#2: the source run keeps only the last update."""
+    source = X_source
+    for W in layers[:layer]:
+        update = reference.multi_head_attention(source, *W, num_heads, mask)[0]
+        source = update                                       # forgot: source + update
+    chosen = np.zeros(X.shape[:2], dtype=bool)
+    chosen[np.arange(len(X))[:, None], positions] = True
+    for number, W in enumerate(layers, start=1):
+        out, weights = reference.multi_head_attention(X, *W, num_heads, mask)
+        X = X + (np.where(chosen[..., None], update, out) if number == layer else out)
+    return X, weights
+
+
+def _decode_with_the_cache_cut(x, cache, W_q, W_k, W_v, W_o, num_heads, num_kv_heads=None, window=None):
+    """Learner set 911's decode wrong#13: the returned cache cut to window - 1 tokens."""
+    out, new = reference.attention_decode_step(x, cache, W_q, W_k, W_v, W_o, num_heads, num_kv_heads, window)
+    if window is not None:
+        new = {k: v[..., -(window - 1):, :] if window > 1 else v[..., :0, :] for k, v in new.items()}
+    return out, new
+
+
+# grading seeds on which describe's comparison of list and dict inputs raised (before the fix)
+@pytest.mark.parametrize("name, fn, seeds", [
+    ("patched_stack", _patched_without_the_source_residual, [3, 5, 31]),
+    ("attention_decode_step", _decode_with_the_cache_cut, [2, 5, 6]),
+], ids=["patched_stack", "attention_decode_step"])
+def test_grading_a_wrong_version_on_list_and_dict_inputs_never_raises(name, fn, seeds):
+    from helpers.instructor.grading.kernel import exercise_seed
+
+    exercise = EXERCISES[name]
+    for seed in seeds:
+        report = evaluate(exercise, fn, exercise.cases(hidden=True, seed=exercise_seed(seed, name)))
+        assert 0 < report.passed < report.total
+        assert not any("ambiguous" in message for message in report.failures)
