@@ -253,9 +253,12 @@ def _names(exercise):
 def diagnose(exercise, got, case, expected=None):
     """The message of the first known mistake whose output matches ``got``, or None.
 
-    A mistake matched only within float32's precision (the learner made it and computed in
-    float32 too) is named with a note that says so, when ``expected`` (the reference's answer)
-    is given and the mistake's answer is not within float32's precision of it.
+    With ``expected`` (the reference's answer) given, a mistake whose answer on this case is
+    the right one is passed over: it explains nothing here (a right-valued answer in the wrong
+    dtype is not told "one key too many" because that mistake happens to be right on this
+    case). A mistake matched only within float32's precision (the learner made it and computed
+    in float32 too) is named with a note that says so, when its answer is not within float32's
+    precision of the expected one.
     """
     loose = None
     for mistake in exercise.mistakes:
@@ -263,6 +266,9 @@ def diagnose(exercise, got, case, expected=None):
             wrong = _call_on_copies(mistake.fn, case)[0]
         except Exception:  # a mistake that cannot run on this case says nothing about it
             continue
+        if expected is not None and agrees(wrong, expected, exercise.rtol, exercise.atol, False,
+                                           exercise.float64_rtol):
+            continue       # this mistake gives the right answer on this case: it explains nothing here
         if agrees(got, wrong, exercise.rtol, exercise.atol, False, exercise.float64_rtol):
             return mistake.message
         if (loose is None and expected is not None
@@ -433,7 +439,7 @@ def _failure(exercise, fn, case, time_limit=None, right=()):
             return f"on input {describe_case(case)}: {told}"
         return Float32Only(f"on input {describe_case(case)}: {diff}")
     if not values_wrong:                 # the values are right; validate's message says what is not
-        return f"on input {describe_case(case)}: {_safely(diagnose, exercise, got, case) or diff}"
+        return f"on input {describe_case(case)}: {_safely(diagnose, exercise, got, case, expected) or diff}"
     unwritten = _safely(unwritten_entries, exercise, fn, case, got, expected, _call_on_copies, time_limit)
     if unwritten:
         return f"on input {describe_case(case)}: {unwritten}"
