@@ -39,6 +39,7 @@ import numpy as np
 
 from .. import reference
 from ..checking import Case, Exercise, Mistake
+from ..checking.compare import agrees
 from ..reference.inference import band
 from ..reference.position import rope_split_halves
 from ._cases import sizer
@@ -115,8 +116,15 @@ def gqa_cases(rng, hidden):
     return [_gqa_case(rng, *shape) for shape in shapes]
 
 
+def _plain_softmax(S):
+    """Softmax over the last axis as most code writes it: a row with no allowed key gives NaN."""
+    with np.errstate(invalid="ignore"):
+        E = np.exp(S - S.max(axis=-1, keepdims=True))
+        return E / E.sum(axis=-1, keepdims=True)
+
+
 def _gqa(X, W_q, W_k, W_v, W_o, h, g, mask=None, *, pair="div", scale="d_head", use_mask=True,
-         use_W_o=True, weights_out="all"):
+         use_W_o=True, weights_out="all", softmax=_softmax_rows):
     """Grouped-query attention as a loop over query heads, with one thing done wrong."""
     n, d_model = X.shape
     d_head = d_model // h
@@ -127,7 +135,7 @@ def _gqa(X, W_q, W_k, W_v, W_o, h, g, mask=None, *, pair="div", scale="d_head", 
         S = (X @ W_q[:, c]) @ (X @ W_k[:, kv]).T / _scale(d_model, d_head, g, scale)
         if mask is not None and use_mask:
             S = np.where(mask, S, -np.inf)
-        A = _softmax_rows(S)
+        A = softmax(S)
         outs.append(A @ (X @ W_v[:, kv]))
         maps.append(A)
     out = np.concatenate(outs, axis=1)
@@ -176,7 +184,7 @@ GQA_MISTAKES = [
     Mistake("the mask was applied the wrong way round: the scores were blocked where the mask is "
             "True (PyTorch's masked_fill(mask, -inf) convention, True = blocked). In this course "
             "True means 'may attend': block the scores where the mask is False.",
-            lambda *a, mask=None: _gqa(*a, None if mask is None else ~mask)),
+            lambda *a, mask=None: _gqa(*a, None if mask is None else ~mask, softmax=_plain_softmax)),
     Mistake("W_o was left out: after the heads are merged back to (n, d_model), multiply by W_o.",
             lambda *a, mask=None: _gqa(*a, mask, use_W_o=False)),
     Mistake("the weights have one map per key/value head (averaged over each group): return "
@@ -579,6 +587,31 @@ PADDING_MISTAKES = [
     Mistake(_ADDITIVE.format(rule="j < lengths[b]"),
             lambda lengths, n: np.where(_padding(lengths, n), 0.0, -1e9)),
 ]
+
+
+def _only_where_wrong(mistakes, reference_fn):
+    """Each mistake, simulated only where it differs from the reference.
+
+    Where a mistake gives the reference's own answer (a slice ``:-0`` when no sequence is
+    as long as n, ``i - j <= window`` when the window covers every token), it says nothing
+    about an answer: the check then tries the next mistake, or says what else is wrong
+    (e.g. the dtype). There the simulator returns an empty array of a shape of its own,
+    ``(index + 1, 0)``, which no answer matches but the mistake itself.
+    """
+    def only_where_wrong(fn, index):
+        def simulated(*args, **kwargs):
+            expected = reference_fn(*copy.deepcopy(args), **copy.deepcopy(kwargs))
+            got = fn(*args, **kwargs)
+            return np.zeros((index + 1, 0)) if agrees(got, expected, 1e-12, 1e-12) else got
+        return simulated
+    return [m if m.fn is _decode_in_place else Mistake(m.message, only_where_wrong(m.fn, index))
+            for index, m in enumerate(mistakes)]
+
+
+GQA_MISTAKES = _only_where_wrong(GQA_MISTAKES, reference.grouped_query_attention)
+WINDOW_MISTAKES = _only_where_wrong(WINDOW_MISTAKES, reference.sliding_window_mask)
+DECODE_MISTAKES = _only_where_wrong(DECODE_MISTAKES, reference.attention_decode_step)
+PADDING_MISTAKES = _only_where_wrong(PADDING_MISTAKES, reference.key_padding_mask)
 
 
 EXERCISES = [
