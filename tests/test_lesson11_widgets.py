@@ -164,3 +164,18 @@ def test_each_tile_is_framed_in_the_colour_of_its_kv_head(h, g):
     for i in range(h):           # same colour within a group of neighbours, a new one at each group
         assert (colours[i] == colours[i - 1]) == (i % group != 0) or i == 0
     assert len(set(colours)) == g
+
+
+@pytest.mark.parametrize("h, g", [(32, 16), (64, 32), (16, 16), (64, 64)])
+def test_beyond_8_kv_heads_no_two_groups_share_a_frame_colour_side_by_side(h, g):
+    from matplotlib.colors import to_hex
+    fig, ax = plt.subplots()
+    wi.frame_groups(ax, h, g, n=5)
+    colours = [to_hex(p.get_edgecolor()) for p in ax.patches]
+    plt.close(fig)
+    if g == h:                   # one kv head per query head: nothing to group, no frames
+        assert colours == []
+        return
+    group = h // g
+    for i in range(1, h):        # a new colour exactly where a new group starts
+        assert (colours[i] == colours[i - 1]) == (i % group != 0)
