@@ -75,7 +75,10 @@ def kv_heads_explorer(grouped_query_attention, X, W_q, W_k, W_v, W_o, tokens, nu
         W_v_g = mean_pool_kv_heads(W_v, h, g)
         _, weights = grouped_query_attention(X, W_q, W_k_g, W_v_g, W_o, h, g,
                                              mask=causal_mask(len(X)))             # (h, n, n)
-        fig.subplots_adjust(left=0.13, right=0.95, bottom=0.2, top=0.8)
+        fig.set_size_inches(figsize[0], _figure_height(h, len(X), figsize))
+        height = fig.get_figheight()
+        below = 0.96 if h <= 8 else 0.5                      # room for the token labels (up to 8 heads)
+        fig.subplots_adjust(left=0.13, right=0.95, bottom=below / height, top=1 - 0.96 / height)
         ax = fig.add_subplot()
         plots.head_maps(weights, tokens, ax=ax)
         frame_groups(ax, h, g, len(X))
@@ -121,6 +124,19 @@ def kv_heads_explorer(grouped_query_attention, X, W_q, W_k, W_v, W_o, tokens, nu
     kv.observe(kv_moved, names="value")
     redraw()
     return widgets.VBox([heads, kv, image]), redraw
+
+
+def _figure_height(num_heads, n, figsize):
+    """Inches: ``figsize``'s height, or less when the tiles' mosaic is too flat to fill it.
+
+    The mosaic (see :func:`helpers.plots.head_maps`) is as wide as the axes allow; a flat one
+    (16 heads: two rows of 8) would leave a blank band under the tiles at full height.
+    """
+    rows, cols = plots.head_grid(num_heads)
+    row_gap = 2 if num_heads <= 16 else 1
+    aspect = (rows * (n + row_gap) - row_gap) / (cols * (n + 1) - 1)      # height / width
+    tiles = 0.78 * figsize[0] * aspect                                     # inches, at full width
+    return min(figsize[1], tiles + 1.8 + (0.5 if num_heads <= 8 else 0.0))
 
 
 def frame_groups(ax, num_heads, num_kv_heads, n):
