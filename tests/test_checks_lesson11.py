@@ -191,7 +191,7 @@ def decode(x, cache, W_q, W_k, W_v, W_o, num_heads, num_kv_heads=None, window=No
            position=None, base=10000.0, *, attend_first=False, scale="head", tile=False,
            trim="after", use_W_o=True, in_place=False, new_first=False, ring=False,
            rope="q, k", pos=lambda position, t, window: position, halves=False, model_width=False,
-           own_base=None):
+           own_base=None, merge_T=False):
     """The decode step as a learner writes it, with switches for the usual slips."""
     g = num_heads if num_kv_heads is None else num_kv_heads
     d_model = len(x)
@@ -221,6 +221,8 @@ def decode(x, cache, W_q, W_k, W_v, W_o, num_heads, num_kv_heads=None, window=No
         return out, new
     if window is not None and trim == "before":
         K, V = K[:, -window:], V[:, -window:]
+    if window is not None and trim == "keep window - 1, then append":
+        K, V = K[:, -(window - 1):], V[:, -(window - 1):]
     if ring and window is not None and t == window:        # full: overwrite the oldest slot
         K, V = K.copy(), V.copy()
         K[:, 0], V[:, 0] = k[:, 0], v[:, 0]
@@ -242,7 +244,7 @@ def decode(x, cache, W_q, W_k, W_v, W_o, num_heads, num_kv_heads=None, window=No
         out = A @ V[heads]                                     # (h, 1, d_head)
     if attend_first:
         K, V = np.concatenate([K, k], axis=1), np.concatenate([V, v], axis=1)
-    out = out.reshape(d_model)
+    out = out[:, 0].T.reshape(d_model) if merge_T else out.reshape(d_model)
     if use_W_o:
         out = out @ W_o
     if in_place:
@@ -317,6 +319,13 @@ DECODE_WRONG = {
     "the new token first": (lambda *a, **k: decode(*a, **k, new_first=True),
                             "holds its tokens in another order"),
     "a ring buffer": (lambda *a, **k: decode(*a, **k, ring=True), "A ring buffer that overwrites slot"),
+    "zeros for the first token": (
+        lambda x, cache, *a, **k: (np.zeros(len(x)) if cache["K"].shape[1] == 0 else decode(x, cache, *a, **k)[0],
+                                   decode(x, cache, *a, **k)[1]),
+        "the first token (an empty cache) got an output of zeros"),
+    "heads merged with .T": (lambda *a, **k: decode(*a, **k, merge_T=True), "merged in the wrong order"),
+    "K[:, -(window - 1):], then append": (
+        lambda *a, **k: decode(*a, **k, trim="keep window - 1, then append"), "-0 is 0"),
     # RoPE under the cache (position=, base=): the course's "most common cache bug" and its kin
     "position accepted and ignored (**kwargs)":
         (lambda *a, position=None, base=10000.0, **k: decode(*a, **k), "the position was not used"),

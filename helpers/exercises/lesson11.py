@@ -15,12 +15,20 @@ How the cases tell the mistakes apart:
   heads, no window: attending before appending (5 keys instead of 6), the scale, the
   pairing and a missing ``W_o`` show there. The first case with a window passes a cache
   *longer* than the window (t = 5, window = 3), so a cache that is never cut (6 tokens),
-  one cut before appending (4), one cut after attending (right cache, output over 4
+  one cut before appending (4), one cut after attending (right cache, output over all 6
   tokens) and one cut to ``window - 1`` (2) all differ; a full cache (t = window), an
   empty one (the first token), a window not yet full (t + 1 < window: a start index
-  ``t + 1 - window`` without ``max(0, ...)`` counts from the end) and a window of 1 follow.
-  The contract keeps the cache in order, oldest first: a cache with the right tokens in
-  another order (the new one first, or a rolling buffer's slots) is told so;
+  ``t + 1 - window`` without ``max(0, ...)`` counts from the end) and a window of 1 (where
+  ``[:, -(window - 1):]`` is ``[:, -0:]``) follow. The contract keeps the cache in order,
+  oldest first: a cache with the right tokens in another order (the new one first, or a
+  rolling buffer's slots) is told so. Four cases pass ``position=`` (RoPE under the cache),
+  with head sizes of 4 and more (split halves differ from interleaved pairs there, and
+  ``d_model`` from ``d_head``): after a prefill (position = t), with a window (position 10,
+  so that the cache's length 3 and ``10 % 3`` both differ from it), with GQA and a base of
+  500 (a base not passed on shows), and the first token at position 0. Hidden cases draw
+  their sizes, positions and base afresh;
+- a simulated mistake that gives the reference's own answer on a case stays silent there
+  (:func:`_only_where_wrong`), so a right-valued answer of the wrong dtype is told its dtype;
 - ``key_padding_mask``'s first case has lengths ``[3, 0, 5, 1]`` in 5 tokens: True and False
   both occur, the inverted mask (PyTorch's True = blocked), one key too many, left padding,
   the padding of queries instead of keys, the shapes ``(B, n)`` and ``(B, n, n)`` and a key
@@ -345,7 +353,8 @@ def _rotated(x, positions, base, d_model, convention):
 def _decode(x, cache, W_q, W_k, W_v, W_o, h, num_kv_heads=None, window=None, position=None,
             base=10000.0, *, pair="div", scale="d_head", append="before", cut="after append",
             use_W_o=True, return_old=False, start="max(0, .)", order="kept", rotate="q and k",
-            at="position", convention="interleaved", base_used="given"):
+            at="position", convention="interleaved", base_used="given", first_token="attends",
+            merge="heads in order"):
     """The decode step with one thing done wrong (a loop over query heads); none: the reference.
 
     RoPE's switches: ``rotate`` (what is rotated: "q and k", "q only", "q, k and v", "none",
@@ -381,6 +390,8 @@ def _decode(x, cache, W_q, W_k, W_v, W_o, h, num_kv_heads=None, window=None, pos
         """What the token attends to, and what is returned, as the switches say."""
         if window is not None and cut == "before append":
             K_old, V_old = K_old[:, max(0, K_old.shape[1] - window):], V_old[:, max(0, V_old.shape[1] - window):]
+        if window is not None and cut == "-(window - 1) before append":   # -0 keeps everything
+            K_old, V_old = K_old[:, -(window - 1):], V_old[:, -(window - 1):]
         K, V = np.concatenate([K_old, k], axis=1), np.concatenate([V_old, v], axis=1)
         K_keep, V_keep = K, V                                  # what is returned
         if window is not None and cut in ("after append", "after attending", "window - 1"):
@@ -402,8 +413,11 @@ def _decode(x, cache, W_q, W_k, W_v, W_o, h, num_kv_heads=None, window=None, pos
     if k_cached is not k:
         K_keep = arrange(K_old, V_old, k_cached, v)[2]
     kv_of = _kv_of(h, g, pair)
-    out = np.concatenate([_softmax_rows(K_seen[kv_of[i]] @ q[i] / _scale(d_model, d_head, g, scale))
-                          @ V_seen[kv_of[i]] for i in range(h)])
+    heads = np.array([_softmax_rows(K_seen[kv_of[i]] @ q[i] / _scale(d_model, d_head, g, scale))
+                      @ V_seen[kv_of[i]] for i in range(h)])                # (h, d_head)
+    out = heads.T.reshape(-1) if merge == "transposed" else heads.reshape(-1)
+    if first_token == "zero" and cache["K"].shape[1] == 0:
+        out = np.zeros_like(out)
     if use_W_o:
         out = out @ W_o
     return out, ({"K": cache["K"], "V": cache["V"]} if return_old else {"K": K_keep, "V": V_keep})
@@ -439,6 +453,10 @@ _UNORDERED = ("the output is right, but new_cache holds its tokens in another or
               "step's window cut does (it drops the oldest, at the front).")
 
 DECODE_MISTAKES = [
+    Mistake("the first token (an empty cache) got an output of zeros: it has its own key and "
+            "value to attend to, appended to the cache before attending, so its output is its "
+            "own value mixed by W_o, as row 0 of causal attention is.",
+            lambda *a, **k: _decode(*a, **k, first_token="zero")),
     Mistake("the new token's key and value were appended AFTER attending, so the token could "
             "not see itself (and the first token, with an empty cache, saw nothing). Append "
             "its key and value to the cache first, then attend over all of it: token t's row "
@@ -446,6 +464,15 @@ DECODE_MISTAKES = [
             lambda *a, **k: _decode(*a, **k, append="after")),
     Mistake(_SCALE_D_MODEL, lambda *a, **k: _decode(*a, **k, scale="d_model")),
     Mistake(_PAIRING, lambda *a, **k: _decode(*a, **k, pair="mod")),
+    Mistake("the heads were merged in the wrong order: the output must be head 0's d_head numbers, "
+            "then head 1's, and so on (a reshape of the (num_heads, d_head) outputs), not the "
+            "transpose's, which interleaves the heads.",
+            lambda *a, **k: _decode(*a, **k, merge="transposed")),
+    Mistake("with window=1 the cache grows past the window: the slice [:, -(window - 1):] is "
+            "[:, -0:], and -0 is 0, so it keeps every token. Keep the last window - 1 earlier "
+            "tokens with a start index that cannot be -0 (max(0, t - (window - 1))), or append "
+            "first and keep [:, -window:].",
+            lambda *a, **k: _decode(*a, **k, cut="-(window - 1) before append")),
     Mistake("the cache grows past the window: with a window, keep only the last `window` "
             "tokens (the new one included), in what you attend to and in what you return. "
             "Otherwise its memory grows with every token.",
