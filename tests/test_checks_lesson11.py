@@ -104,7 +104,8 @@ GQA_WRONG = {
     "reshape without a transpose (lesson 04's trap)": (gqa_reshape_without_transpose,
                                                         "split with a reshape and no transpose"),
     "always causal (is_causal=True)": (
-        lambda X, *a, mask=None: gqa_repeat(X, *a, np.tril(np.ones((len(X), len(X)), bool)) if mask is None else mask),
+        lambda X, *a, mask=None: gqa_repeat(X, *a, np.tril(np.ones((len(X), len(X)), bool))
+                                            if mask is None else mask),
         "a causal mask was applied although none was given"),
     "masked_fill(mask, -inf): True = blocked": (
         lambda *a, mask=None: gqa_repeat(*a, None if mask is None else np.logical_not(mask)),
@@ -288,7 +289,8 @@ def decode_via_gqa(x, cache, W_q, W_k, W_v, W_o, num_heads, num_kv_heads=None, w
     def turn(a):                                                   # a (..., d_head)
         if position is None:
             return a
-        z = (a[..., 0::2] + 1j * a[..., 1::2]) * np.exp(1j * position * base ** (-np.arange(0, d_head, 2) / d_head))
+        angles = position * base ** (-np.arange(0, d_head, 2) / d_head)
+        z = (a[..., 0::2] + 1j * a[..., 1::2]) * np.exp(1j * angles)
         return np.stack([z.real, z.imag], axis=-1).reshape(a.shape)
     new = {name: np.concatenate([cache[name], f((x @ W).reshape(g, 1, d_head))], axis=1)
            for name, W, f in (("K", W_k, turn), ("V", W_v, lambda a: a))}
@@ -320,8 +322,8 @@ DECODE_WRONG = {
                             "holds its tokens in another order"),
     "a ring buffer": (lambda *a, **k: decode(*a, **k, ring=True), "A ring buffer that overwrites slot"),
     "zeros for the first token": (
-        lambda x, cache, *a, **k: (np.zeros(len(x)) if cache["K"].shape[1] == 0 else decode(x, cache, *a, **k)[0],
-                                   decode(x, cache, *a, **k)[1]),
+        lambda x, cache, *a, **k: (np.zeros(len(x)) if cache["K"].shape[1] == 0
+                                   else decode(x, cache, *a, **k)[0], decode(x, cache, *a, **k)[1]),
         "the first token (an empty cache) got an output of zeros"),
     "heads merged with .T": (lambda *a, **k: decode(*a, **k, merge_T=True), "merged in the wrong order"),
     "K[:, -(window - 1):], then append": (

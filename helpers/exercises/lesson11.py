@@ -389,7 +389,8 @@ def _decode(x, cache, W_q, W_k, W_v, W_o, h, num_kv_heads=None, window=None, pos
     def arrange(K_old, V_old, k, v):
         """What the token attends to, and what is returned, as the switches say."""
         if window is not None and cut == "before append":
-            K_old, V_old = K_old[:, max(0, K_old.shape[1] - window):], V_old[:, max(0, V_old.shape[1] - window):]
+            first = max(0, K_old.shape[1] - window)
+            K_old, V_old = K_old[:, first:], V_old[:, first:]
         if window is not None and cut == "-(window - 1) before append":   # -0 keeps everything
             K_old, V_old = K_old[:, -(window - 1):], V_old[:, -(window - 1):]
         K, V = np.concatenate([K_old, k], axis=1), np.concatenate([V_old, v], axis=1)
