@@ -14,7 +14,7 @@ from helpers.lessons.l08_training import training
 from helpers.lessons.l09_position import model, two_back
 from finite_differences import central_differences
 
-SHIFTS = (0, 1, 2, 4, 8)
+SHIFTS = (0, 1, 2, 3, 4, 8)
 
 
 @pytest.fixture(scope="module")

@@ -50,17 +50,30 @@ LESSON = "09_position"
 
 
 # ------------------------------------------------------------------ sinusoidal_encoding
+#: What a case's label adds when the case is there for a reason a learner's code may trip on.
+_WHY = {"again": " (n and d_model as in the first case, another base)",
+        "more": " (d_model as in the first case, more positions)",
+        "long": " (a long table: the cell after the check builds one of 1010 rows)",
+        "longer": " (longer than any table prepared in advance: n can be any whole number)"}
+
+
 def make_sinusoidal_cases(rng, hidden):
-    specs = [(6, 8, None), (5, 4, 50.0), (3, 12, None), (1, 2, None), (9, 6, 10.0), (40, 16, None)]
+    """A table kept from an earlier call shows on the cases that repeat a size: "again" (another
+    base: a table cached by size only) and "more" (more rows: a table cached by d_model only);
+    one precomputed for a maximum length shows on "long" (visible) and "longer" (hidden, beyond
+    5000, the Annotated Transformer's max_len)."""
+    specs = [(6, 8, None, ""), (5, 4, 50.0, ""), (3, 12, None, ""), (1, 2, None, ""), (6, 8, 10.0, "again"),
+             (40, 8, None, "more"), (1010, 32, None, "long")]
     if hidden:   # the grader's sizes, drawn afresh for each grading run
         even = lambda low, high: 2 * int(rng.integers(low, high + 1))
         size = sizer(rng)
-        specs = [(size(4, 9), even(3, 6), None), (size(3, 7), even(2, 4), float(rng.choice([50.0, 300.0]))),
-                 (size(2, 5), even(5, 8), None), (1, 2, None), (size(6, 12), even(2, 5), 10.0),
-                 (size(50, 80), even(8, 16), None)]      # longer than any visible table
+        n, d = size(4, 9), even(3, 6)
+        specs = [(n, d, None, ""), (size(3, 7), even(2, 4), float(rng.choice([50.0, 300.0])), ""),
+                 (size(2, 5), even(5, 8), None, ""), (1, 2, None, ""), (n, d, 10.0, "again"),
+                 (size(50, 80), d, None, "more"), (size(5001, 6000), even(2, 4), None, "longer")]
     return [Case((n, d), {} if base is None else {"base": base},
-                 label=f"n={n}, d_model={d}" + ("" if base is None else f", base={base}"))
-            for n, d, base in specs]
+                 label=f"n={n}, d_model={d}" + ("" if base is None else f", base={base}") + _WHY.get(why, ""))
+            for n, d, base, why in specs]
 
 
 def _table(n, d_model, base=10000.0, *, swap=False, exponent="2i", start=0, halves=False,
@@ -109,8 +122,8 @@ SINUSOIDAL_MISTAKES = [
     _pe_mistake("the position is multiplied by base**(2i/d_model): it is divided. The angle "
                 "is p / base**(2i/d_model), so later pairs turn more slowly.", multiply=True),
     _pe_mistake("the table is transposed: one row per position, shape (n, d_model).", transpose=True),
-    _pe_mistake("base is ignored (10000 is used): use the base the function is given.",
-                ignore_base=True),
+    _pe_mistake("base is ignored (10000 is used): use the base the function is given (a table kept "
+                "from an earlier call must be kept per base too).", ignore_base=True),
     _pe_mistake("the table holds whole numbers: it was made with an integer dtype (e.g. "
                 "np.zeros(..., dtype=int)), so every sine and cosine was cut to 0 (or 1). "
                 "Make it a float table.", dtype=int),
@@ -152,14 +165,32 @@ def _rope_mistake(message, **switches):
     return Mistake(message, lambda x, positions, base=10000.0: _rope(x, positions, base, **switches))
 
 
-def _rope_case(rng, shape, positions, label, base=None):
+def _given(values, label):
+    """The positions as the label says: a Python tuple or list, else an int array."""
+    return tuple(values) if "tuple" in label else values if "list" in label else np.asarray(values)
+
+
+def _shown(given):
+    """The positions as the learner would print them: ``(5, 6, 7)``, ``[5, 6, 7]`` or ``array([5, 6, 7])``."""
+    return repr(given) if isinstance(given, (list, tuple)) else f"array({given.tolist()})"
+
+
+#: Appended to a label: what such positions need, for a learner whose code raised on them.
+_AS_LIST = " (not an array: np.asarray(positions) makes one)"
+_NEGATIVE = (" (negative positions are allowed: they turn the other way; a table of angles "
+             "indexed by position cannot serve them)")
+_FAR = " (positions can be any whole number: a table of angles made for positions 0 to some maximum cannot serve them)"
+
+
+def _rope_case(rng, shape, positions, label, base=None, note=""):
     """A case; the positions as a tuple or a list when the label says so, else an array."""
     x = rng.standard_normal(shape)
-    values = [int(v) for v in positions]
-    given = (tuple(values) if "tuple" in label else values if "list" in label else np.asarray(values))
+    given = _given([int(v) for v in positions], label)
+    if isinstance(given, (list, tuple)) and not note:
+        note = _AS_LIST
     return Case((x, given),
                 {} if base is None else {"base": base},
-                label=f"{label}: x {shape}, positions {list(positions)}"
+                label=f"{label}{note}: x {shape}, positions {_shown(given)}"
                       + ("" if base is None else f", base={base}"))
 
 
@@ -174,9 +205,12 @@ def make_rope_cases(rng, hidden):
             _rope_case(rng, (n, d), range(n), "consecutive positions"),
             _rope_case(rng, (m, 2 * size(2, 4)), gaps, "positions out of order, with gaps"),
             _rope_case(rng, (3, 2 * size(2, 3)), [int(v) for v in rng.integers(0, 20, size=3)],
-                       "a tuple of positions", base=float(rng.choice([50.0, 500.0]))),
-            _rope_case(rng, (h, nb, 2 * size(2, 3)), rng.integers(0, 30, size=nb), "a head axis (h, n, d)"),
-            _rope_case(rng, (3, 4), [-size(1, 9), 0, size(1, 9)], "negative positions, as a list"),
+                       "positions as a Python tuple", base=float(rng.choice([50.0, 500.0]))),
+            _rope_case(rng, (h, nb, 2 * size(2, 3)), rng.integers(0, 30, size=nb),
+                       "a head axis (h, n, d), positions as a Python list"),
+            _rope_case(rng, (3, 4), [-size(1, 9), 0, size(1, 9)], "negative positions", note=_NEGATIVE),
+            _rope_case(rng, (3, 2 * size(2, 4)), [size(20_000, 100_000), size(0, 9), size(10_001, 19_999)],
+                       "positions far along", note=_FAR),
             _rope_case(rng, (2, h, 3, 4), rng.integers(0, 30, size=3), "two leading axes (B, h, n, d)"),
             _rope_case(rng, (long, 2 * size(4, 8)), rng.permutation(long) * size(1, 3),
                        "a long table, positions out of order"),
@@ -185,9 +219,10 @@ def make_rope_cases(rng, hidden):
     return [
         _rope_case(rng, (4, 6), range(4), "consecutive positions"),
         _rope_case(rng, (5, 8), [3, 0, 7, 1, 12], "positions out of order, with gaps"),
-        _rope_case(rng, (3, 4), [5, 6, 7], "a tuple of positions", base=50.0),
-        _rope_case(rng, (2, 3, 6), [2, 0, 9], "a head axis (h, n, d)"),
-        _rope_case(rng, (3, 4), [-4, 0, 2], "negative positions, as a list"),
+        _rope_case(rng, (3, 4), [5, 6, 7], "positions as a Python tuple", base=50.0),
+        _rope_case(rng, (2, 3, 6), [2, 0, 9], "a head axis (h, n, d), positions as a Python list"),
+        _rope_case(rng, (3, 4), [-4, 0, 2], "negative positions", note=_NEGATIVE),
+        _rope_case(rng, (3, 6), [10_000, 3, 9_999], "positions far along", note=_FAR),
         _rope_case(rng, (2, 2, 3, 4), [4, 1, 0], "two leading axes (B, h, n, d)"),
         _rope_case(rng, (2, 2), [1, 4], "d = 2"),
     ]
@@ -197,6 +232,46 @@ _CONVENTION = ("the pairs are (x[i], x[i + d/2]) -- the split-halves convention 
                "Hugging Face's LLaMA code. It is a valid RoPE (section 6 shows it is the same "
                "model up to a reordering of W_q's and W_k's columns), but this course uses "
                "RoFormer's interleaved pairs (x[2i], x[2i+1]), and so does the check.")
+
+def _rope_from_table(x, positions, base=10000.0, *, rows=2048):
+    """rope reading its angles from a table made for positions 0 .. rows - 1: a negative
+    position p reads row rows + p (NumPy counts negative indices from the end)."""
+    p = np.asarray(positions)
+    if p.max(initial=0) >= rows or p.min(initial=0) < -rows:
+        raise IndexError("outside the table")
+    return _rope(x, np.where(p < 0, rows + p, p), base)
+
+
+#: Table sizes a learner's code is likely to use: Hugging Face's LLaMA (2048) and its
+#: successors, GPT-2's 1024, the Annotated Transformer's 5000, round numbers.
+_TABLE_ROWS = (2048, 4096, 1024, 512, 8192, 5000, 10_000, 1000, 100, 128, 256, 16_384, 32_768)
+
+_TABLE_MESSAGE = ("negative positions are allowed (a token before the starting point turns the other "
+                  "way), but its angles come from a table indexed by position: row -4 of a table is its "
+                  "4th row from the end, not the angle of position -4. Compute each row's angles from "
+                  "its position (positions times the speeds), or build the table for the positions given.")
+
+
+def _rope_halves_float32(x, positions, base=10000.0, *, recipe="float32"):
+    """Split-halves RoPE with float32 angle tables, as torch-style code builds them.
+
+    ``recipe="float32"``: ``inv_freq = 1 / base**(arange(0, d, 2) / d)``, positions and their
+    product in float32, cos/sin in float32 (Hugging Face's LlamaRotaryEmbedding); ``"cast"``:
+    the angles in float64, cos and sin cast to float32.
+    """
+    x = np.asarray(x, dtype=float)
+    d = x.shape[-1]
+    if recipe == "float32":
+        inv_freq = np.float32(1.0) / (np.float32(base) ** (np.arange(0, d, 2, dtype=np.float32) / np.float32(d)))
+        freqs = np.outer(np.asarray(positions, dtype=np.float32), inv_freq)
+        cos, sin = np.cos(freqs), np.sin(freqs)
+    else:
+        freqs = np.outer(np.asarray(positions, dtype=float), base ** (-np.arange(0, d, 2) / d))
+        cos, sin = np.cos(freqs).astype(np.float32), np.sin(freqs).astype(np.float32)
+    cos, sin = np.concatenate([cos, cos], axis=-1), np.concatenate([sin, sin], axis=-1)
+    rotated = np.concatenate([-x[..., d // 2:], x[..., :d // 2]], axis=-1)
+    return x * cos + rotated * sin
+
 
 ROPE_MISTAKES = [
     _rope_mistake("the angle has the wrong sign: a pair (a, b) at angle t becomes "
@@ -220,6 +295,13 @@ ROPE_MISTAKES = [
                   "(keep a copy, or compute both before assigning).", sequential=True),
     _rope_mistake("base is ignored (10000 is used): use the base the function is given.",
                   ignore_base=True),
+    *[Mistake(_TABLE_MESSAGE, lambda x, positions, base=10000.0, rows=rows: _rope_from_table(
+        x, positions, base, rows=rows)) for rows in _TABLE_ROWS],
+    *[Mistake(_CONVENTION + " (Its angle tables are also float32, as torch makes them: build them in "
+              "float64, NumPy's default.)",
+              lambda x, positions, base=10000.0, recipe=recipe: _rope_halves_float32(x, positions, base,
+                                                                                       recipe=recipe))
+      for recipe in ("float32", "cast")],
 ]
 
 
@@ -229,10 +311,11 @@ def _attention_case(rng, batch, n, d_k, d_v, label, mask=None, positions=None):
     Q, K = rng.standard_normal((*batch, n, d_k)), rng.standard_normal((*batch, n, d_k))
     V = rng.standard_normal((*batch, n, d_v))
     values = list(range(n)) if positions is None else [int(v) for v in positions]
-    given = (tuple(values) if "tuple" in label else values if "list" in label else np.asarray(values))
+    given = _given(values, label)
     kwargs = {} if mask is None else {"mask": mask}
+    note = _AS_LIST if isinstance(given, (list, tuple)) else ""
     return Case((Q, K, V, given), kwargs,
-                label=f"{label}: Q, K {Q.shape}, V {V.shape}, positions {values}"
+                label=f"{label}{note}: Q, K {Q.shape}, V {V.shape}, positions {_shown(given)}"
                       + ("" if mask is None else ", a mask"))
 
 
@@ -313,10 +396,11 @@ ROTARY_ATTENTION_MISTAKES = [
 def _backward_case(rng, shape, positions, label, base=None):
     """A case; the positions as a tuple or a list when the label says so, else an array."""
     d_out = rng.standard_normal(shape)
-    values = [int(v) for v in positions]
-    given = (tuple(values) if "tuple" in label else values if "list" in label else np.asarray(values))
+    given = _given([int(v) for v in positions], label)
+    note = (" (not an array: -positions needs one; np.asarray(positions) makes it)"
+            if isinstance(given, (list, tuple)) else "")
     return Case((d_out, given), {} if base is None else {"base": base},
-                label=f"{label}: d_out {shape}, positions {values}"
+                label=f"{label}{note}: d_out {shape}, positions {_shown(given)}"
                       + ("" if base is None else f", base={base}"))
 
 
@@ -359,6 +443,12 @@ ROPE_BACKWARD_MISTAKES = [
     Mistake("base was not passed on: the rotation back uses 10000 whatever base it is given. "
             "Hand base to the rotation you call.",
             lambda d_out, positions, base=10000.0: _rope(d_out, positions, sign=-1)),
+    *[Mistake("the pairs are (x[i], x[i + d/2]) (split halves, as GPT-NeoX and Hugging Face's LLaMA): "
+              "rope's pairs are interleaved, (x[2i], x[2i+1]), and its backward turns the same pairs "
+              "back. (Its angle tables are also float32, as torch makes them: build them in float64.)",
+              lambda d_out, positions, base=10000.0, recipe=recipe: _rope_halves_float32(
+                  d_out, -np.asarray(positions), base, recipe=recipe))
+      for recipe in ("float32", "cast")],
 ]
 
 
