@@ -51,9 +51,11 @@ LESSON = "09_position"
 
 # ------------------------------------------------------------------ sinusoidal_encoding
 #: What a case's label adds when the case is there for a reason a learner's code may trip on.
-_WHY = {"again": " (n and d_model as in the first case, another base)",
-        "more": " (d_model as in the first case, more positions)",
-        "long": " (a long table: the cell after the check builds one of 1010 rows)",
+_WHY = {"again": " (n and d_model as in the first case, another base: a table kept from an earlier call "
+                 "cannot be reused)",
+        "more": " (d_model as in the first case, more positions: n can be any whole number, and a table "
+                "kept from an earlier call cannot be reused)",
+        "long": " (a long table, as the cell after the check builds: n can be any whole number)",
         "longer": " (longer than any table prepared in advance: n can be any whole number)"}
 
 
@@ -177,8 +179,7 @@ def _shown(given):
 
 #: Appended to a label: what such positions need, for a learner whose code raised on them.
 _AS_LIST = " (not an array: np.asarray(positions) makes one)"
-_NEGATIVE = (" (negative positions are allowed: they turn the other way; a table of angles "
-             "indexed by position cannot serve them)")
+_NEGATIVE = " (allowed: they turn the other way, which a table of angles indexed by position cannot serve)"
 _FAR = " (positions can be any whole number: a table of angles made for positions 0 to some maximum cannot serve them)"
 
 

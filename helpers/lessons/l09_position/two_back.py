@@ -176,8 +176,10 @@ def _fresh_tokens(bands, seed):
 
 
 @on_one_thread       # a measurement on thousands of tokens: one BLAS thread is fastest
-def by_band_scaled(result, bands=BANDS, seed=1):
+def by_band_scaled(result, bands=BANDS, seed=1, trained=TRAIN_LENGTH):
     """:func:`by_band`'s accuracy with every query's scores multiplied by :func:`log_n_factor` (no retraining).
+
+    ``trained``: the number of keys up to which the factor is 1 (the training length).
 
     Returns
     -------
@@ -187,7 +189,7 @@ def by_band_scaled(result, bands=BANDS, seed=1):
     tokens = _fresh_tokens(bands, seed)
     S, V = _scores_and_values(params, tokens, config["num_heads"], config["position"])
     length = tokens.shape[-1]
-    weights = reference.softmax(S * log_n_factor(length)[:, None])         # row p scaled
+    weights = reference.softmax(S * log_n_factor(length, trained)[:, None])   # row p scaled
     out = reference.merge_heads(weights @ V) @ params["W_o"]
     right = np.argmax(out[:, OFFSET:] @ params["W_out"], axis=-1) == tokens[:, :-OFFSET]
     p = np.arange(OFFSET, length)
