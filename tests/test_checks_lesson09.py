@@ -293,6 +293,16 @@ def rope_no_asarray(x, positions, base=10000.0):
     return rope_complex(x, np.asarray(positions), base) + 0 * t[..., :1]
 
 
+def rope_second_axis(x, positions, base=10000.0):
+    """Pairs taken with x[:, 0::2]: right for (n, d), the wrong axis once there is a head axis."""
+    d = x.shape[-1]
+    t = np.asarray(positions)[:, None] * base ** (-np.arange(0, d, 2) / d)
+    out = np.empty_like(x, dtype=float)
+    out[:, 0::2] = x[:, 0::2] * np.cos(t) - x[:, 1::2] * np.sin(t)
+    out[:, 1::2] = x[:, 0::2] * np.sin(t) + x[:, 1::2] * np.cos(t)
+    return out
+
+
 ROPE_RIGHT = {"complex numbers": rope_complex, "rotation matrices in loops": rope_matrices,
               "rotate every two": rope_rotate_half, "a table for the positions given": rope_table_for_the_positions_given,
               "the lesson's own": reference.rope}
@@ -308,6 +318,7 @@ ROPE_WRONG = {
     "angles from a 2048-row table": (rope_cached_table, "its angles come from a table indexed by position"),
     "split halves with float32 tables": (rope_halves_float32, "split-halves convention"),
     "positions[:, None] on a list": (rope_no_asarray, "np.asarray(positions) makes one"),
+    "x[:, 0::2] on a head axis": (rope_second_axis, "the pairs are on the last axis"),
 }
 
 

@@ -11,8 +11,12 @@ sinusoidal_encoding
     case has ``base=50`` (a function that ignores ``base`` shows; not 100, where the exponent
     ``4i/d`` gives exactly base 10000's angles). ``d_model >= 4``
     everywhere but one case (with two columns the two layouts coincide). An integer table
-    and a float32 one (right, or in split halves) are named by their dtype. The last case is
-    a longer table (40 positions; hidden: 50 to 80).
+    and a float32 one (right, or in split halves) are named by their dtype. Then sizes that
+    repeat the first case's: the same n and d_model with another base (a table kept from an
+    earlier call by size only shows as "base is ignored"), the same d_model with more rows (a
+    table kept by d_model), and a long table (1010 rows, as the lesson's next cell; hidden:
+    5001 to 6000, beyond the Annotated Transformer's max_len of 5000), where a table
+    precomputed for a maximum length fails.
 rope
     the first case has consecutive positions 0..n-1; the second has positions out of
     order and with gaps (a function that ignores ``positions`` and uses 0..n-1 shows
@@ -20,9 +24,16 @@ rope
     sign, the split-halves pairs (the other convention), ``i/d``, positions counted from
     1 and a rotation that computes its second coordinate from the already-rotated first
     all differ on the first case, and from each other (``d >= 4``).
-    Then negative positions given as a list, two leading axes ``(B, h, n, d)``, and (hidden)
-    a table longer than any visible one. The exponent ``4i/d`` and cos and sin swapped
-    inside the rotation differ on the first case too.
+    Then positions as a Python list, a head axis, negative positions (a table of angles indexed
+    by position reads them from its end: named for the usual table sizes), positions far along
+    (10 000 visible, 10 001 to 100 000 hidden: a table for positions 0 .. max_len raises), two
+    leading axes ``(B, h, n, d)``, and (hidden) a table longer than any visible one. The exponent
+    ``4i/d`` and cos and sin swapped inside the rotation differ on the first case too; so do
+    split-halves pairs computed with float32 angle tables (torch's default), named by two
+    simulations of such tables (a float32 answer is float32-level off the float64 mistake, which
+    the comparison would not call the same). A label says what its case needs (a list is not
+    an array, negative and far positions are allowed, the pairs are on the last axis), so that
+    an error raised by the learner's own code on that case is explained by its label.
 rotary_attention
     the first case has positions with gaps, so a function that numbers the rows 0..n-1
     itself differs there (RoPE depends on offsets only, so consecutive positions, however
@@ -180,6 +191,7 @@ def _shown(given):
 #: Appended to a label: what such positions need, for a learner whose code raised on them.
 _AS_LIST = " (not an array: np.asarray(positions) makes one)"
 _NEGATIVE = " (allowed: they turn the other way, which a table of angles indexed by position cannot serve)"
+_LAST_AXIS = " (the pairs are on the last axis, whatever axes come before it)"
 _FAR = " (positions can be any whole number: a table of angles made for positions 0 to some maximum cannot serve them)"
 
 
@@ -207,12 +219,14 @@ def make_rope_cases(rng, hidden):
             _rope_case(rng, (m, 2 * size(2, 4)), gaps, "positions out of order, with gaps"),
             _rope_case(rng, (3, 2 * size(2, 3)), [int(v) for v in rng.integers(0, 20, size=3)],
                        "positions as a Python tuple", base=float(rng.choice([50.0, 500.0]))),
-            _rope_case(rng, (h, nb, 2 * size(2, 3)), rng.integers(0, 30, size=nb),
-                       "a head axis (h, n, d), positions as a Python list"),
+            _rope_case(rng, (4, 2 * size(2, 3)), rng.integers(0, 30, size=4), "positions as a Python list"),
+            _rope_case(rng, (h, nb, 2 * size(2, 3)), rng.integers(0, 30, size=nb), "a head axis (h, n, d)",
+                       note=_LAST_AXIS),
             _rope_case(rng, (3, 4), [-size(1, 9), 0, size(1, 9)], "negative positions", note=_NEGATIVE),
             _rope_case(rng, (3, 2 * size(2, 4)), [size(20_000, 100_000), size(0, 9), size(10_001, 19_999)],
                        "positions far along", note=_FAR),
-            _rope_case(rng, (2, h, 3, 4), rng.integers(0, 30, size=3), "two leading axes (B, h, n, d)"),
+            _rope_case(rng, (2, h, 3, 4), rng.integers(0, 30, size=3), "two leading axes (B, h, n, d)",
+                       note=_LAST_AXIS),
             _rope_case(rng, (long, 2 * size(4, 8)), rng.permutation(long) * size(1, 3),
                        "a long table, positions out of order"),
             _rope_case(rng, (2, 2), [size(1, 5), size(6, 12)], "d = 2"),
@@ -221,10 +235,11 @@ def make_rope_cases(rng, hidden):
         _rope_case(rng, (4, 6), range(4), "consecutive positions"),
         _rope_case(rng, (5, 8), [3, 0, 7, 1, 12], "positions out of order, with gaps"),
         _rope_case(rng, (3, 4), [5, 6, 7], "positions as a Python tuple", base=50.0),
-        _rope_case(rng, (2, 3, 6), [2, 0, 9], "a head axis (h, n, d), positions as a Python list"),
+        _rope_case(rng, (4, 4), [8, 2, 0, 5], "positions as a Python list"),
+        _rope_case(rng, (2, 3, 6), [2, 0, 9], "a head axis (h, n, d)", note=_LAST_AXIS),
         _rope_case(rng, (3, 4), [-4, 0, 2], "negative positions", note=_NEGATIVE),
         _rope_case(rng, (3, 6), [10_000, 3, 9_999], "positions far along", note=_FAR),
-        _rope_case(rng, (2, 2, 3, 4), [4, 1, 0], "two leading axes (B, h, n, d)"),
+        _rope_case(rng, (2, 2, 3, 4), [4, 1, 0], "two leading axes (B, h, n, d)", note=_LAST_AXIS),
         _rope_case(rng, (2, 2), [1, 4], "d = 2"),
     ]
 
