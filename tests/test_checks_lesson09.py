@@ -304,7 +304,8 @@ def rope_second_axis(x, positions, base=10000.0):
 
 
 ROPE_RIGHT = {"complex numbers": rope_complex, "rotation matrices in loops": rope_matrices,
-              "rotate every two": rope_rotate_half, "a table for the positions given": rope_table_for_the_positions_given,
+              "rotate every two": rope_rotate_half,
+              "a table for the positions given": rope_table_for_the_positions_given,
               "the lesson's own": reference.rope}
 ROPE_WRONG = {
     "turns clockwise": (rope_clockwise, "the angle has the wrong sign"),

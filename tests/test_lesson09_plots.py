@@ -77,7 +77,8 @@ def test_each_encoding_has_one_colour_in_both_accuracy_figures_whatever_the_orde
                                    "rope": [{"2-15": {"accuracy": 1.0}}]}, chance=0.1)
     line_colour = {line.get_label().split(" ")[0]: matplotlib.colors.to_hex(line.get_color())
                    for line in shift.axes[0].lines if "median" in line.get_label()}
-    bar_colour = {bars.get_label().split(" ")[0]: matplotlib.colors.to_hex(bars.patches[0].get_facecolor()[:3])
+    bar_colour = {bars.get_label().split(" ")[0]:
+                  matplotlib.colors.to_hex(bars.patches[0].get_facecolor()[:3])
                   for bars in band.axes[0].containers}
     assert line_colour["rope"] == bar_colour["rope"] and line_colour["sinusoidal"] == bar_colour["sinusoidal"]
     assert len(set(line_colour.values())) == 3

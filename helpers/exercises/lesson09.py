@@ -192,7 +192,8 @@ def _shown(given):
 _AS_LIST = " (not an array: np.asarray(positions) makes one)"
 _NEGATIVE = " (allowed: they turn the other way, which a table of angles indexed by position cannot serve)"
 _LAST_AXIS = " (the pairs are on the last axis, whatever axes come before it)"
-_FAR = " (positions can be any whole number: a table of angles made for positions 0 to some maximum cannot serve them)"
+_FAR = (" (positions can be any whole number: a table of angles made for positions 0 to some maximum "
+        "cannot serve them)")
 
 
 def _rope_case(rng, shape, positions, label, base=None, note=""):
@@ -278,7 +279,8 @@ def _rope_halves_float32(x, positions, base=10000.0, *, recipe="float32"):
     x = np.asarray(x, dtype=float)
     d = x.shape[-1]
     if recipe == "float32":
-        inv_freq = np.float32(1.0) / (np.float32(base) ** (np.arange(0, d, 2, dtype=np.float32) / np.float32(d)))
+        exponents = np.arange(0, d, 2, dtype=np.float32) / np.float32(d)
+        inv_freq = np.float32(1.0) / (np.float32(base) ** exponents)
         freqs = np.outer(np.asarray(positions, dtype=np.float32), inv_freq)
         cos, sin = np.cos(freqs), np.sin(freqs)
     else:

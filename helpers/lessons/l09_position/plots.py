@@ -15,7 +15,7 @@ STYLE = {"learned": (BLUE, "o", "-"), "sinusoidal": (VERMILLION, "s", "--"), "ro
 
 
 def _style(label, j):
-    """``(colour, marker, linestyle)`` of a series: its encoding's (:data:`STYLE`), else the j-th line colour."""
+    """``(colour, marker, linestyle)`` of a series: its encoding's (:data:`STYLE`), else line colour j."""
     key = label.split(" ")[0]
     return STYLE.get(key, (LINES[j % len(LINES)], "o", "-"))
 
@@ -24,7 +24,8 @@ def encoding_table(PE, *, title="The sinusoidal encoding: one row per position")
     """The table ``PE (n, d_model)`` as a signed heatmap: positions down, columns across."""
     fig, ax = plt.subplots(figsize=(9, 4.2))
     image = heatmap(PE, ax=ax, cmap=DIVERGING, vmin=-1, vmax=1, annotate=False, title=title,
-                    xlabel="column (2i: sin, 2i + 1: cos of hand i; i = 0 turns fastest)", ylabel="position p")
+                    xlabel="column (2i: sin, 2i + 1: cos of hand i; i = 0 turns fastest)",
+                    ylabel="position p")
     image.colorbar.set_label("entry (sine or cosine)")
     fig.tight_layout()
     return fig

@@ -149,7 +149,7 @@ def by_band(result, bands=BANDS, seed=1):
 
 # ------------------------------------------------------------------ why the weight falls with length
 def _scores_and_values(params, tokens, num_heads, position):
-    """The attention layer's masked scores (B, h, n, n) (-inf above the diagonal) and values (B, h, n, d_head)."""
+    """The layer's masked scores (B, h, n, n) (-inf above the diagonal) and values (B, h, n, d_head)."""
     X = model.embedding(position)(params, tokens)                          # (B, n, d_model)
     n = tokens.shape[-1]
     Q, K, V = (reference.split_heads(X @ params[name], num_heads) for name in ("W_q", "W_k", "W_v"))
@@ -160,7 +160,7 @@ def _scores_and_values(params, tokens, num_heads, position):
 
 
 def log_n_factor(length, trained=TRAIN_LENGTH):
-    """The factor on query p's scores under log-n scaling, ``max(1, ln(p + 1) / ln(trained))``, shape (length,).
+    """Query p's factor on its scores under log-n scaling, ``max(1, ln(p + 1) / ln(trained))``, (length,).
 
     A query at position p has p + 1 keys; training saw at most ``trained``. Multiplying the
     scores by the log of the number of keys (relative to training) keeps the softmax about
@@ -177,7 +177,7 @@ def _fresh_tokens(bands, seed):
 
 @on_one_thread       # a measurement on thousands of tokens: one BLAS thread is fastest
 def by_band_scaled(result, bands=BANDS, seed=1, trained=TRAIN_LENGTH):
-    """:func:`by_band`'s accuracy with every query's scores multiplied by :func:`log_n_factor` (no retraining).
+    """:func:`by_band`'s accuracy, each query's scores multiplied by :func:`log_n_factor` (no retraining).
 
     ``trained``: the number of keys up to which the factor is 1 (the training length).
 
