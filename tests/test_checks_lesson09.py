@@ -222,6 +222,18 @@ def rope_pair_index(x, positions, base=10000.0):
     return np.stack([z.real, z.imag], axis=-1).reshape(x.shape)
 
 
+def rope_linspace(x, positions, base=10000.0):
+    """Exponents spread with np.linspace from 0 to 1."""
+    d = x.shape[-1]
+    theta = np.asarray(positions)[:, None] * base ** (-np.linspace(0, 1, d // 2))
+    return _turn(x, theta)
+
+
+def _turn(x, theta):
+    z = (x[..., 0::2] + 1j * x[..., 1::2]) * np.exp(1j * theta)
+    return np.stack([z.real, z.imag], axis=-1).reshape(x.shape)
+
+
 def rope_arange(x, positions, base=10000.0):
     return rope_complex(x, np.arange(x.shape[-2]), base)
 
@@ -320,6 +332,7 @@ ROPE_WRONG = {
     "split halves with float32 tables": (rope_halves_float32, "split-halves convention"),
     "positions[:, None] on a list": (rope_no_asarray, "np.asarray(positions) makes one"),
     "x[:, 0::2] on a head axis": (rope_second_axis, "the pairs are on the last axis"),
+    "exponents by np.linspace(0, 1)": (rope_linspace, "the exponents run evenly from 0 to 1"),
 }
 
 
@@ -371,6 +384,43 @@ def rotary_mask_dropped(Q, K, V, positions, mask=None):
     return reference.scaled_dot_product_attention(Q, K, V)
 
 
+def rotary_unscaled(Q, K, V, positions, mask=None):
+    q, k = rope_complex(Q, positions), rope_complex(K, positions)
+    S = q @ np.swapaxes(k, -1, -2)                             # forgot / sqrt(d)
+    if mask is not None:
+        S = np.where(mask, S, -np.inf)
+    W = softmax_rows(S)
+    return W @ V, W
+
+
+def rotary_keys_as_rows(Q, K, V, positions, mask=None):
+    q, k = rope_complex(Q, positions), rope_complex(K, positions)
+    S = k @ np.swapaxes(q, -1, -2) / np.sqrt(Q.shape[-1])      # k . q
+    if mask is not None:
+        S = np.where(mask, S, -np.inf)
+    W = softmax_rows(S)
+    return W @ V, W
+
+
+def rotary_true_blocks(Q, K, V, positions, mask=None):
+    """PyTorch's nn.MultiheadAttention habit: True = blocked."""
+    q, k = rope_complex(Q, positions), rope_complex(K, positions)
+    S = q @ np.swapaxes(k, -1, -2) / np.sqrt(Q.shape[-1])
+    if mask is not None:
+        S = np.where(mask, -np.inf, S)
+    E = np.exp(S - S.max(axis=-1, keepdims=True))
+    W = E / E.sum(axis=-1, keepdims=True)
+    return W @ V, W
+
+
+def rotary_mask_after_softmax(Q, K, V, positions, mask=None):
+    q, k = rope_complex(Q, positions), rope_complex(K, positions)
+    W = softmax_rows(q @ np.swapaxes(k, -1, -2) / np.sqrt(Q.shape[-1]))
+    if mask is not None:
+        W = W * mask                                           # blocked weights zeroed afterwards
+    return W @ V, W
+
+
 ROTARY_RIGHT = {"by hand": rotary_by_hand, "composed": rotary_reference_parts,
                 "the lesson's own": reference.rotary_attention}
 ROTARY_WRONG = {
@@ -379,6 +429,10 @@ ROTARY_WRONG = {
     "nothing rotated": (rotary_none, "nothing was rotated"),
     "positions ignored (0..n-1)": (rotary_own_positions, "the positions given are ignored"),
     "mask not passed on": (rotary_mask_dropped, "the mask was not passed on"),
+    "no 1/sqrt(d)": (rotary_unscaled, "not divided by sqrt(d)"),
+    "k . q": (rotary_keys_as_rows, "the scores are k . q"),
+    "True = blocked": (rotary_true_blocks, "the mask is read the other way round"),
+    "mask after the softmax": (rotary_mask_after_softmax, "the mask was applied after the softmax"),
 }
 
 

@@ -160,8 +160,11 @@ def _rope(x, positions, base=10000.0, *, sign=1, halves=False, exponent="2i", of
     base = 10000.0 if ignore_base else base
     p = np.arange(n) if ignore_positions else np.asarray(positions)
     i = np.arange(d // 2)
-    power = {"2i": 2 * i, "i": i, "4i": 4 * i}[exponent]
-    angle = sign * (p[:, None] + offset) * base ** (-power / d)         # (n, d/2)
+    if exponent == "linspace":                                          # exponents 0 .. 1, evenly
+        angle = sign * (p[:, None] + offset) * base ** (-np.linspace(0, 1, d // 2))
+    else:
+        power = {"2i": 2 * i, "i": i, "4i": 4 * i}[exponent]
+        angle = sign * (p[:, None] + offset) * base ** (-power / d)     # (n, d/2)
     cos, sin = np.cos(angle), np.sin(angle)
     if swap_cos_sin:
         cos, sin = sin, cos
@@ -211,7 +214,7 @@ def _rope_case(rng, shape, positions, label, base=None, note=""):
 def make_rope_cases(rng, hidden):
     if hidden:
         size = sizer(rng)
-        n, d = size(3, 6), 2 * size(2, 4)
+        n, d = size(3, 6), 2 * size(3, 4)        # d >= 6: at d = 4, 4i/d and linspace(0, 1) coincide
         m = size(4, 7)
         gaps = rng.choice(np.arange(1, 40), size=m, replace=False)
         h, nb, long = size(2, 3), size(3, 5), size(30, 60)
@@ -301,6 +304,9 @@ ROPE_MISTAKES = [
     _rope_mistake("the exponent is 4i/d: the factor 2 is there twice (the column index 2i = 0, 2, "
                   "4, ... was doubled again). Pair i, in columns 2i and 2i + 1, turns by "
                   "position * base**(-2i/d).", exponent="4i"),
+    _rope_mistake("the exponents run evenly from 0 to 1 (np.linspace(0, 1, d/2)), so the last pair turns at "
+                  "exactly 1/base: pair i's exponent is 2i/d, so the last pair's is (d - 2)/d, a little "
+                  "less than 1. Pair i turns by position * base**(-2i/d).", exponent="linspace"),
     _rope_mistake("cos and sin are swapped inside the rotation: a pair (a, b) at angle t becomes "
                   "(a cos t - b sin t, a sin t + b cos t). At position 0 (t = 0) nothing may "
                   "change, and cos 0 = 1, sin 0 = 0.", swap_cos_sin=True),
@@ -379,13 +385,32 @@ def make_rotary_attention_cases(rng, hidden):
     ]
 
 
-def _rotary(Q, K, V, positions, mask=None, *, rotate=("q", "k"), own_positions=False, use_mask=True):
+def _rotary(Q, K, V, positions, mask=None, *, rotate=("q", "k"), own_positions=False, use_mask=True,
+            scores="scaled"):
+    """rotary_attention with switchable mistakes. ``scores``: "scaled" (right), "unscaled" (no
+    1/sqrt(d)), "k.q" (keys as rows), "inverted" (the mask read as True = blocked; a fully
+    blocked row as zeros or, as a hand-written softmax gives it, "inverted-nan"), "after" (the
+    mask applied to the weights after the softmax)."""
     if own_positions:                                   # rows numbered 0..n-1, whatever was given
         positions = np.arange(np.shape(Q)[-2])
     Q = reference.rope(Q, positions) if "q" in rotate else Q
     K = reference.rope(K, positions) if "k" in rotate else K
     V = reference.rope(V, positions) if "v" in rotate else V
-    return reference.scaled_dot_product_attention(Q, K, V, mask if use_mask else None)
+    mask = mask if use_mask else None
+    if scores == "scaled":
+        return reference.scaled_dot_product_attention(Q, K, V, mask)
+    if scores == "unscaled":
+        return reference.scaled_dot_product_attention(Q * np.sqrt(Q.shape[-1]), K, V, mask)
+    S = (K @ np.swapaxes(Q, -1, -2) if scores == "k.q" else Q @ np.swapaxes(K, -1, -2)) / np.sqrt(Q.shape[-1])
+    if mask is not None and scores.startswith("inverted"):
+        S = np.where(mask, -np.inf, S)
+    E = np.exp(S - S.max(axis=-1, keepdims=True))
+    W = E / E.sum(axis=-1, keepdims=True)               # a fully -inf row: NaN, as by hand
+    if scores == "inverted":
+        W = np.nan_to_num(W)
+    if mask is not None and scores == "after":
+        W = W * mask
+    return W @ V, W
 
 
 def _rotary_mistake(message, **switches):
@@ -398,13 +423,26 @@ ROTARY_ATTENTION_MISTAKES = [
                     "the offset. The values are what a query takes from a token, and stay as they are.",
                     rotate="qkv"),
     _rotary_mistake("only Q was rotated: rotate both Q and K (each by its own token's position), so "
-                    "that q_m . k_n depends on m - n.", rotate="q"),
+                    "that q_p . k_r depends on p - r.", rotate="q"),
     _rotary_mistake("only K was rotated: rotate both Q and K (each by its own token's position), so "
-                    "that q_m . k_n depends on m - n.", rotate="k"),
+                    "that q_p . k_r depends on p - r.", rotate="k"),
     _rotary_mistake("nothing was rotated: apply rope to Q and to K before the scores.", rotate=()),
     _rotary_mistake("the positions given are ignored (the rows are numbered 0, 1, 2, ...): with gaps "
                     "between the positions the offsets change, and so do the scores. Rotate each "
                     "row by the angle of its own position, positions[r].", own_positions=True),
+    _rotary_mistake("the scores were not divided by sqrt(d), d the size of each query and key: attention "
+                    "scales them, as lesson 03's does (q . k / sqrt(d), or call "
+                    "scaled_dot_product_attention, which does it).", scores="unscaled"),
+    _rotary_mistake("the scores are k . q with the keys as rows (K @ Q.T): row i of the scores must be "
+                    "query i's, Q @ K.T (swap the last two axes of K), so that each row's softmax is "
+                    "over the keys.", scores="k.q"),
+    *[_rotary_mistake("the mask is read the other way round: here True means the query may attend to that "
+                      "key, as in lesson 03 (PyTorch's nn.MultiheadAttention uses True for 'blocked'). "
+                      "Leave out the keys where the mask is False.", scores=how)
+      for how in ("inverted", "inverted-nan")],
+    _rotary_mistake("the mask was applied after the softmax (the weights of blocked keys set to 0): the "
+                    "rest then no longer sum to 1. Leave the blocked keys out before it, their scores set "
+                    "to -inf.", scores="after"),
     _rotary_mistake("the mask was not passed on: the scores of blocked keys must be left out "
                     "(hand mask to the attention you call).", use_mask=False),
 ]
