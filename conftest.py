@@ -8,11 +8,12 @@ whole on one worker. Two things make that fast:
   a second BLAS thread per process only fights the other workers for it (lesson 08's
   d_model = 128 runs took five times longer so on a busy 2-core machine). Set
   OPENBLAS_NUM_THREADS (or OMP_NUM_THREADS) yourself to override.
-- training computed once per run (helpers/run_cache.py). The student notebooks, the
+- training computed once per run (tests/run_cache.py). The student notebooks, the
   solutions of lessons 08-10 and the unit tests of their models train the same models;
   every process of the run (pytest's workers, and each notebook kernel they start) gets
   one shared folder (COURSE_RUN_CACHE), so the first to train a model stores it and the
-  others read it.
+  others read it. The lessons' entry points are wrapped here, in each pytest process, and
+  in each kernel by tests/kernel_startup.py (PYTHONSTARTUP, which IPython runs at start).
 - the longest files first, so that no worker is left with a long file at the end:
   modules marked ``slow`` or ``runs_notebooks`` (each runs many notebooks), then the
   solution notebooks, later
@@ -29,7 +30,16 @@ import pytest
 for _name in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS"):
     os.environ.setdefault(_name, "1")     # before numpy loads; kernels inherit it
 
-from helpers.run_cache import ENV as RUN_CACHE_ENV  # noqa: E402  (after the BLAS threads are set)
+import importlib.util  # noqa: E402
+import sys  # noqa: E402
+from pathlib import Path  # noqa: E402
+
+# tests/run_cache.py, as the module ``run_cache`` (the name tests/ modules import it by).
+_spec = importlib.util.spec_from_file_location("run_cache", Path(__file__).parent / "tests" / "run_cache.py")
+run_cache = sys.modules.setdefault("run_cache", importlib.util.module_from_spec(_spec))
+if not hasattr(run_cache, "install"):
+    _spec.loader.exec_module(run_cache)
+RUN_CACHE_ENV = run_cache.ENV
 
 # The run's shared training folder: made by the process that starts the run, inherited by
 # the pytest-xdist workers and every kernel they start, removed at the end.
@@ -37,6 +47,9 @@ _MADE_HERE = RUN_CACHE_ENV not in os.environ
 if _MADE_HERE:
     os.environ[RUN_CACHE_ENV] = tempfile.mkdtemp(prefix="course-run-cache-")
 RUN_CACHE = os.environ[RUN_CACHE_ENV]
+# Every notebook kernel of the run wraps the entry points too (IPython runs PYTHONSTARTUP).
+os.environ["PYTHONSTARTUP"] = str(Path(__file__).parent / "tests" / "kernel_startup.py")
+run_cache.install()
 
 
 _MPLBACKEND = os.environ.get("MPLBACKEND")

@@ -153,7 +153,7 @@ def test_scale_false_gives_plain_q_dot_k_scores(scale, divide):
 def test_uniform_attention_gives_a_tenth_on_every_target(corpus):
     params = model.init_params(len(corpus.vocab), 8, 2, np.random.default_rng(0))
     params["W_q"] = np.zeros_like(params["W_q"])         # every score 0: weights 1/10 each
-    _, attention = model.measure(params, corpus.test, num_heads=2)
+    _, attention = model.accuracy_on(params, corpus.test, num_heads=2)
     np.testing.assert_allclose(attention, np.full((2, 2), 0.1), rtol=1e-12)
 
 
@@ -172,7 +172,7 @@ def test_accuracy_counts_a_sentence_only_when_every_answer_is_right():
     params = {"tok": np.hstack([np.ones((4, 1)), np.eye(4)[:, 1:]]), "pos": pos,
               "W_q": pick_column_0, "W_k": pick_column_0, "W_v": np.diag([0.0, 1, 1, 1]),
               "W_o": np.eye(4), "W_out": np.stack([np.eye(4), np.eye(4)])}
-    accuracy, attention = model.measure(params, split, num_heads=1)
+    accuracy, attention = model.accuracy_on(params, split, num_heads=1)
     # Sentence 1: both answers are the word at position 1: right. Sentence 2: relation 0's
     # answer is the word at position 2, but the model names position 1's: the sentence is
     # wrong although relation 1 is right (a mean over relations would give 0.75).

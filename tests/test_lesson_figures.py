@@ -11,7 +11,9 @@ import matplotlib
 import numpy as np
 import pytest
 
-from helpers import data, plots, predictions, reference, widgets
+from helpers import data, predictions, reference
+from helpers.lessons.l02_scaled_scores import figures as lesson02
+from helpers.lessons.l03_softmax_and_attention import figures as lesson03
 
 matplotlib.use("Agg")
 PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
@@ -37,7 +39,7 @@ def sat_weights_by_hand(noun, verb):
 
 @pytest.mark.parametrize("noun, verb", [(2.0, 1.0), (0.0, 0.0), (5.0, 0.0), (0.0, 4.0)])
 def test_query_figure_shows_sats_weights_and_output(noun, verb):
-    fig, update, animated = plots.query_figure(Q_CAT, K_CAT, V_CAT, CAT, FEATURES, "sat", weights_of)
+    fig, update, animated = lesson03.query_figure(Q_CAT, K_CAT, V_CAT, CAT, FEATURES, "sat", weights_of)
     update(noun, verb)
     bars_w, bars_o = animated[:3], animated[6:9]
     expected = sat_weights_by_hand(noun, verb)
@@ -47,7 +49,7 @@ def test_query_figure_shows_sats_weights_and_output(noun, verb):
 
 
 def test_query_figure_at_the_lessons_query_reads_the_seeds_numbers():
-    _, update, animated = plots.query_figure(Q_CAT, K_CAT, V_CAT, CAT, FEATURES, "sat", weights_of)
+    _, update, animated = lesson03.query_figure(Q_CAT, K_CAT, V_CAT, CAT, FEATURES, "sat", weights_of)
     update(2.0, 1.0)
     assert [round(b.get_height(), 1) for b in animated[:3]] == [0.1, 0.7, 0.2]
     assert [t.get_text() for t in animated[3:6]] == ["0.10", "0.70", "0.20"]
@@ -55,13 +57,13 @@ def test_query_figure_at_the_lessons_query_reads_the_seeds_numbers():
 
 def test_query_figure_leaves_the_lessons_arrays_alone():
     Q = Q_CAT.copy()
-    _, update, _ = plots.query_figure(Q, K_CAT, V_CAT, CAT, FEATURES, "sat", weights_of)
+    _, update, _ = lesson03.query_figure(Q, K_CAT, V_CAT, CAT, FEATURES, "sat", weights_of)
     update(5.0, -2.0)
     assert np.array_equal(Q, Q_CAT)
 
 
 def test_query_explorer_has_one_slider_per_query_entry_and_redraws():
-    box = widgets.query_explorer(Q_CAT, K_CAT, V_CAT, CAT, FEATURES, "sat", weights_of)
+    box = lesson03.query_explorer(Q_CAT, K_CAT, V_CAT, CAT, FEATURES, "sat", weights_of)
     sliders, image = box.children[:-1], box.children[-1]
     assert [s.value for s in sliders] == [2.0, 1.0]
     before = bytes(image.value)
@@ -72,7 +74,7 @@ def test_query_explorer_has_one_slider_per_query_entry_and_redraws():
 
 def test_query_explorer_needs_a_name_per_query_entry():
     with pytest.raises(ValueError, match="2 slider names for queries of size 3"):
-        widgets.query_explorer(np.ones((3, 3)), np.ones((3, 3)), V_CAT, CAT, FEATURES, "sat",
+        lesson03.query_explorer(np.ones((3, 3)), np.ones((3, 3)), V_CAT, CAT, FEATURES, "sat",
                                weights_of, dims=("a", "b"))
 
 
@@ -82,7 +84,7 @@ WORDS = data.tokens(data.IT_SENTENCE)
 
 
 def test_dk_figure_at_d_k_1_scaled_and_raw_agree():
-    _, update, animated = plots.dk_figure(WORDS, reference.softmax)
+    _, update, animated = lesson02.dk_figure(WORDS, reference.softmax)
     update(1)
     n = len(WORDS)
     raw, scaled = animated[3:3 + n], animated[3 + n:3 + 2 * n]
@@ -91,7 +93,7 @@ def test_dk_figure_at_d_k_1_scaled_and_raw_agree():
 
 @pytest.mark.parametrize("d_k", [1, 64, 512])
 def test_dk_figure_bars_are_softmax_rows(d_k):
-    _, update, animated = plots.dk_figure(WORDS, reference.softmax)
+    _, update, animated = lesson02.dk_figure(WORDS, reference.softmax)
     update(d_k)
     n = len(WORDS)
     for bars in (animated[3:3 + n], animated[3 + n:3 + 2 * n]):
@@ -100,7 +102,7 @@ def test_dk_figure_bars_are_softmax_rows(d_k):
 
 
 def test_dk_figure_raw_weights_sharpen_as_d_k_grows():
-    _, update, animated = plots.dk_figure(WORDS, reference.softmax)
+    _, update, animated = lesson02.dk_figure(WORDS, reference.softmax)
     n = len(WORDS)
     largest = []
     for d_k in (1, 512):
@@ -116,13 +118,13 @@ def test_dk_figure_uses_the_softmax_it_is_given():
         calls.append(np.shape(x))
         return reference.softmax(x, axis)
 
-    _, update, _ = plots.dk_figure(WORDS, counting_softmax)
+    _, update, _ = lesson02.dk_figure(WORDS, counting_softmax)
     update(8)
     assert calls == [(len(WORDS),), (len(WORDS),)]
 
 
 def test_dk_explorer_is_a_slider_over_powers_of_two_and_a_picture():
-    box = widgets.dk_explorer(WORDS, reference.softmax, value=8)
+    box = lesson02.dk_explorer(WORDS, reference.softmax, value=8)
     slider, image = box.children
     assert list(slider.options) == [1, 2, 4, 8, 16, 32, 64, 128, 256, 512] and slider.value == 8
     before = bytes(image.value)
@@ -136,7 +138,7 @@ def _blend():
     values = np.array([[0.0, 0.0], [1.0, 0.2], [0.0, 0.0], [-0.5, 0.9], [0.05, 0.02]])
     weights = np.array([0.1, 0.5, 0.1, 0.2, 0.1])
     tokens = ["the", "cat", "the", "sat", "tired"]
-    return plots.blend_plot(values, weights, tokens, "it"), weights @ values
+    return lesson03.blend_plot(values, weights, tokens, "it"), weights @ values
 
 
 def _label_boxes(ax):
@@ -163,7 +165,7 @@ def test_blend_plot_labels_overlap_neither_each_other_nor_the_star():
 
 def test_blend_plot_rejects_values_that_are_not_points_in_the_plane():
     with pytest.raises(ValueError, match="values must be"):
-        plots.blend_plot(np.ones((3, 3)), np.ones(3) / 3, CAT, "it")
+        lesson03.blend_plot(np.ones((3, 3)), np.ones(3) / 3, CAT, "it")
 
 
 # --- predict, then run ----------------------------------------------------------------------

@@ -3,10 +3,9 @@
 import numpy as np
 import pytest
 
-from helpers.measure import (crossing, format_bytes, median_time, median_times, plot_peaks,
-                             plot_times,
-                             slider_step_report, traced_peaks,
-                             times_table, traced_peak)
+from helpers.lessons.l05_complexity.figures import crossing, times_table
+from helpers.measure import (format_bytes, median_time, median_times, plot_peaks, plot_times,
+                             slider_step_report, traced_peak, traced_peaks)
 
 
 class FakeClock:

@@ -22,7 +22,9 @@ import nbformat
 import pytest
 from nbclient import NotebookClient
 
-from helpers import course, run_cache
+import run_cache
+
+from helpers import course
 
 ROOT = Path(__file__).resolve().parents[1]
 pytestmark = pytest.mark.runs_notebooks   # long: scheduled early (conftest.py), still in test-fast

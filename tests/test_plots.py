@@ -5,6 +5,7 @@ import numpy as np
 import pytest
 
 from helpers import plots
+from helpers.lessons.l02_scaled_scores import figures as lesson02
 
 
 def test_heatmap_picks_diverging_map_centred_on_zero_for_signed_values():
@@ -86,7 +87,7 @@ def _saturation_panel(**changes):
                   measured={"raw": [0.2, 0.4, 0.7, 0.9], "scaled": [0.2, 0.25, 0.2, 0.22]},
                   one_hot=1, uniform=0.1, title="T", ylabel="largest weight")
     kwargs.update(changes)
-    plots.saturation_panel(ax, **kwargs)
+    lesson02.saturation_panel(ax, **kwargs)
     return ax
 
 

@@ -16,7 +16,7 @@ the backward pass lesson 07's ``multi_head_attention_backward`` (:mod:`helpers.r
 split in two so that a training step runs the forward pass once: the forward keeps what
 the backward needs (a cache), the backward starts from it.
 
-``forward``, ``loss_and_grads`` and ``measure`` take the embedding and the attention layer
+``forward``, ``loss_and_grads`` and ``accuracy_on`` take the embedding and the attention layer
 as arguments (``embed=``, ``attention=``), with lesson 08's as defaults, so that a later
 lesson can hand in its own. An attention layer is a pair of functions::
 
@@ -161,7 +161,7 @@ def loss_and_grads(params, batch, num_heads, scale=True, embed=embed, attention=
     return loss, grads
 
 
-def measure(params, split, num_heads, scale=True, embed=embed, attention=MULTI_HEAD):
+def accuracy_on(params, split, num_heads, scale=True, embed=embed, attention=MULTI_HEAD):
     """Accuracy and attention on ``split`` (the held-out sentences, in the lesson).
 
     Returns

@@ -182,7 +182,7 @@ def train(task, *, num_heads=1, d_model=32, scale=True, steps=None, seed=0, dtyp
     params = model.init_params(len(data.vocab), d_model, len(relations), rng, dtype)
     losses = fit(params, lambda p, batch: model.loss_and_grads(p, batch, num_heads, scale),
                  lambda: sample_batch(data.train, rng), steps, d_model)
-    accuracy, attention = model.measure(params, data.test, num_heads, scale)
+    accuracy, attention = model.accuracy_on(params, data.test, num_heads, scale)
     return {"loss": losses, "accuracy": accuracy, "attention_to_targets": attention,
             "params": params, "corpus": data,
             "config": make_config(task, seed=seed, steps=steps, d_model=d_model, num_heads=num_heads,
@@ -193,4 +193,4 @@ def evaluate(result, params=None):
     """The held-out accuracy of a :func:`train` result (with ``params`` in place of its own, if given)."""
     config = result["config"]
     params = result["params"] if params is None else params
-    return model.measure(params, result["corpus"].test, config["num_heads"], config["scale"])[0]
+    return model.accuracy_on(params, result["corpus"].test, config["num_heads"], config["scale"])[0]
