@@ -6,6 +6,7 @@ from pathlib import Path
 import pytest
 import yaml
 
+import helpers
 from helpers import course
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -106,6 +107,16 @@ def test_every_module_of_helpers_is_named_in_contributing():
         if relative not in listed and not any(relative.startswith(w) for w in wholes):
             unnamed.append(relative)
     assert not unnamed, f"CONTRIBUTING.md's layout does not name {unnamed}"
+
+
+def test_the_package_map_names_every_module_of_helpers_and_nothing_else():
+    named = set(re.findall(r":mod:`helpers\.(\w+)`", helpers.__doc__))
+    folder = ROOT / "helpers"
+    modules = {path.stem for path in folder.glob("*.py") if path.stem != "__init__"}
+    packages = {path.parent.name for path in folder.glob("*/__init__.py")}
+    assert named == modules | packages, (f"helpers/__init__.py's map names what does not exist: "
+                                         f"{sorted(named - modules - packages)}; leaves out: "
+                                         f"{sorted((modules | packages) - named)}")
 
 
 def test_contributing_is_short_and_keeps_no_machine_timings():
