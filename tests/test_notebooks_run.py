@@ -11,7 +11,7 @@ here (one test per lesson; a failure names the cell and shows its traceback).
 notebook with nbval, cell by cell.
 
 Lessons 08-10 train the same models here as in ``solutions/``: whichever kernel trains a
-model first stores it for the other (``helpers/run_cache.py``, ``conftest.py``).
+model first stores it for the other (``tests/run_cache.py``, ``conftest.py``).
 """
 
 import subprocess
@@ -49,7 +49,7 @@ def test_released_notebook_is_the_student_notebook(released, name):
 
 def test_released_helpers_share_training_with_the_courses(released):
     # The student notebooks train with the released helpers, the solutions with these: the
-    # same code version, or nothing trained once would be shared (helpers/run_cache.py).
+    # same code version, or nothing trained once would be shared (tests/run_cache.py).
     assert run_cache.code_version(released / "helpers") == run_cache.code_version(ROOT / "helpers")
 
 
