@@ -18,7 +18,7 @@ import tracemalloc
 
 import numpy as np
 
-from .threads import FASTEST, blas_thread_count, blas_threads, describe
+from .threads import FASTEST, blas_thread_count, blas_threads, in_words
 
 __all__ = ["median_time", "traced_peak", "format_bytes", "median_times", "traced_peaks",
            "plot_times", "plot_peaks", "slider_step_report",
@@ -30,7 +30,7 @@ THREADS = FASTEST
 
 def threads_note():
     """``'measured on 1 BLAS thread (NumPy uses 2 here outside the measurements)'``."""
-    return (f"measured on {describe(THREADS)} (NumPy uses {describe(blas_thread_count())} "
+    return (f"measured on {in_words(THREADS)} (NumPy uses {in_words(blas_thread_count())} "
             f"here outside the measurements)")
 
 

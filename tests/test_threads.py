@@ -46,7 +46,7 @@ def test_a_count_that_is_not_a_whole_number_from_1_is_refused_by_name(count):
 @pytest.mark.parametrize("count, text", [(1, "1 BLAS thread"), (4, "4 BLAS threads"),
                                          (None, "an unknown number of BLAS threads")])
 def test_a_thread_count_is_described_in_words(count, text):
-    assert threads.describe(count) == text
+    assert threads.in_words(count) == text
 
 
 def test_what_median_time_times_runs_on_one_thread(two_threads):
