@@ -319,9 +319,10 @@ def bench_notebooks(timeout):
 
 # --------------------------------------------------------------------------- 5b
 # What a learner's kernel has that a test's has not: none of these (conftest.py sets the BLAS
-# threads and the shared training folder; pytest and nbval add their own).
+# threads, the shared training folder and the kernels' startup file; pytest and nbval add their own).
 TEST_VARIABLES = ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS", "COURSE_RUN_CACHE",
-                  "MPLBACKEND", "PYTEST_CURRENT_TEST", "PYTEST_XDIST_WORKER", "PYTEST_XDIST_WORKER_COUNT")
+                  "PYTHONSTARTUP", "MPLBACKEND", "PYTEST_CURRENT_TEST", "PYTEST_XDIST_WORKER",
+                  "PYTEST_XDIST_WORKER_COUNT")
 #: Each setting of 5b: (what it is called, how many busy processes run beside it, the kernel's
 #: extra environment). The last is the tests' own setting (conftest.py: one BLAS thread).
 KERNEL_SETTINGS = [("default kernel, quiet", 0, {}),
