@@ -2,7 +2,8 @@
 
 `make test` runs pytest on every core (pytest-xdist, ``-n auto --dist loadfile`` in
 pyproject.toml): each test file -- a test module, or one notebook with all its cells -- runs
-whole on one worker. Two things make that fast:
+whole on one worker. `make test` leaves out the INTEGRATION modules below (browser, website,
+nbgrader, Otter: `make test-integration`). Three things make the run fast:
 
 - one BLAS thread per process. Each worker, and each kernel it starts, already has a core;
   a second BLAS thread per process only fights the other workers for it (lesson 08's
@@ -16,22 +17,29 @@ whole on one worker. Two things make that fast:
   in each kernel by tests/kernel_startup.py (PYTHONSTARTUP, which IPython runs at start).
 - the longest files first, so that no worker is left with a long file at the end:
   modules marked ``slow`` or ``runs_notebooks`` (each runs many notebooks), then the
-  solution notebooks, later
-  lessons first (they run longer), then the unit-test modules, most tests first.
+  solution notebooks, later lessons first (they run longer), then the unit-test modules,
+  most tests first.
   Lessons are found, never listed: a new lesson's notebooks take their place by name.
 """
 
 import os
 import shutil
+import sys
 import tempfile
 
-import pytest
+# jsonschema, under nbformat, loads rfc3987_syntax when it is installed (JupyterLab brings
+# it), and that compiles a URI grammar at import: 1 s of CPU for a format check nbformat
+# never asks for. Blocked here, before nbval (and so nbformat) loads: pyproject.toml's
+# `-p no:nbval` keeps pytest from loading it earlier, and pytest_plugins loads it now.
+sys.modules.setdefault("rfc3987_syntax", None)
+pytest_plugins = ("nbval.plugin",)
+
+import pytest  # noqa: E402
 
 for _name in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS"):
     os.environ.setdefault(_name, "1")     # before numpy loads; kernels inherit it
 
 import importlib.util  # noqa: E402
-import sys  # noqa: E402
 from pathlib import Path  # noqa: E402
 
 # tests/run_cache.py, as the module ``run_cache`` (the name tests/ modules import it by).
@@ -82,7 +90,20 @@ def _file_of(item):
     return item.nodeid.split("::", 1)[0]
 
 
+#: What needs a browser, a website build, nbgrader or Otter: `make test-integration` runs it
+#: (`pytest -m integration`); `make test` leaves it out (`-m "not integration"`).
+INTEGRATION = ("tests/test_browser.py", "tests/test_book.py", "tests/test_nbgrader.py", "tests/test_otter.py")
+
+
+@pytest.hookimpl(tryfirst=True)        # before pytest's own -m selection reads the markers
 def pytest_collection_modifyitems(items):
+    for item in items:
+        if _file_of(item) in INTEGRATION:
+            item.add_marker(pytest.mark.integration)
+    _longest_first(items)
+
+
+def _longest_first(items):
     files = {}
     for item in items:
         entry = files.setdefault(_file_of(item), {"slow": False, "count": 0})

@@ -136,9 +136,11 @@ def test_the_tests_workflow_runs_ci_on_push_and_pull_request():
     triggers = workflow.get("on", workflow.get(True))          # YAML 1.1 reads `on` as True
     assert {"push", "pull_request"} <= set(triggers)
     steps = [step for job in workflow["jobs"].values() for step in job["steps"]]
-    assert any(step.get("run", "").strip() == ".ci/run" for step in steps)
+    assert any(step.get("run", "").strip() == ".ci/run" for step in steps)          # the full job
+    assert any(step.get("run", "").strip() == "make test" for step in steps)        # the quick one
     assert (ROOT / ".github" / "workflows" / "book.yml").exists()
 
 
-def test_ci_runs_the_lint():
-    assert "make lint" in (ROOT / ".ci" / "run").read_text()
+@pytest.mark.parametrize("command", ["make lint", "make test", "make test-integration"])
+def test_ci_runs_the_lint_the_tests_and_the_integrations(command):
+    assert re.search(rf"^(\S+=\S+ )*{command}$", (ROOT / ".ci" / "run").read_text(), flags=re.M)
