@@ -1,9 +1,10 @@
 """Setup for the whole test run (tests/, notebooks/, solutions/); tests/conftest.py adds the unit tests' own.
 
-`make test` runs pytest on every core (pytest-xdist, ``-n auto --dist loadfile`` in
-pyproject.toml): each test file -- a test module, or one notebook with all its cells -- runs
-whole on one worker. `make test` leaves out the INTEGRATION modules below (browser, website,
-nbgrader, Otter: `make test-integration`). Three things make the run fast:
+`make test` runs pytest on every core (pytest-xdist, ``-n auto --dist loadgroup`` in
+pyproject.toml): each test file -- a test module, or one notebook with all its cells -- and
+each student lesson of tests/test_notebooks_run.py runs whole on one worker. `make test`
+leaves out the INTEGRATION modules below (browser, website, nbgrader, Otter: `make
+test-integration`). Three things make the run fast:
 
 - one BLAS thread per process. Each worker, and each kernel it starts, already has a core;
   a second BLAS thread per process only fights the other workers for it (lesson 08's
@@ -15,10 +16,10 @@ nbgrader, Otter: `make test-integration`). Three things make the run fast:
   one shared folder (COURSE_RUN_CACHE), so the first to train a model stores it and the
   others read it. The lessons' entry points are wrapped here, in each pytest process, and
   in each kernel by tests/kernel_startup.py (PYTHONSTARTUP, which IPython runs at start).
-- the longest files first, so that no worker is left with a long file at the end:
-  modules marked ``slow`` or ``runs_notebooks`` (each runs many notebooks), then the
-  solution notebooks, later lessons first (they run longer), then the unit-test modules,
-  most tests first.
+- the longest first, so that no worker is left with a long file at the end: modules
+  marked ``slow`` (each runs many notebooks), then the solution notebooks, later lessons
+  first (they run longer), then the student lessons (their training is stored by then),
+  then the unit-test modules, most tests first.
   Lessons are found, never listed: a new lesson's notebooks take their place by name.
 """
 
@@ -95,29 +96,44 @@ def _file_of(item):
 INTEGRATION = ("tests/test_browser.py", "tests/test_book.py", "tests/test_nbgrader.py", "tests/test_otter.py")
 
 
-@pytest.hookimpl(tryfirst=True)        # before pytest's own -m selection reads the markers
+#: The student notebooks' run, one lesson per test: each lesson is a unit of work of its own.
+STUDENT_RUN = ("tests/test_notebooks_run.py", "test_student_notebook_runs_top_to_bottom")
+
+
+def _group_of(item):
+    """What one worker runs whole (``--dist loadgroup``): a file, or one student lesson's run."""
+    file = _file_of(item)
+    if (file, item.originalname) == STUDENT_RUN:
+        return f"{file}[{item.callspec.params['name']}]"
+    return file
+
+
+@pytest.hookimpl(tryfirst=True)        # before pytest's -m selection and xdist's groups read the markers
 def pytest_collection_modifyitems(items):
     for item in items:
         if _file_of(item) in INTEGRATION:
             item.add_marker(pytest.mark.integration)
+        item.add_marker(pytest.mark.xdist_group(_group_of(item)))
     _longest_first(items)
 
 
 def _longest_first(items):
-    files = {}
+    groups = {}
     for item in items:
-        entry = files.setdefault(_file_of(item), {"slow": False, "count": 0})
-        entry["slow"] |= any(item.get_closest_marker(m) for m in ("slow", "runs_notebooks"))
+        entry = groups.setdefault(_group_of(item), {"slow": False, "count": 0})
+        entry["slow"] |= bool(item.get_closest_marker("slow"))
         entry["count"] += 1
 
-    def rank(file):
-        entry = files[file]
+    def rank(group):
+        entry = groups[group]
+        lesson = tuple(-ord(c) for c in group.rsplit("/", 1)[-1])     # 11 before 10 ...
         if entry["slow"]:
-            return (0, -entry["count"], file)
-        if file.endswith(".ipynb"):
-            name = file.rsplit("/", 1)[-1]
-            return (1, tuple(-ord(c) for c in name), file)    # 08 before 07 ...; both notebook folders
-        return (2, -entry["count"], file)
+            return (0, -entry["count"], group)
+        if group.endswith(".ipynb"):                   # nbval: solutions/ (and notebooks/, asked for)
+            return (1, lesson, group)
+        if group.endswith(".ipynb]"):                  # a student lesson, after its solution has trained
+            return (2, lesson, group)
+        return (3, -entry["count"], group)
 
-    order = {file: i for i, file in enumerate(sorted(files, key=rank))}
-    items.sort(key=lambda item: order[_file_of(item)])     # stable: cells keep their order
+    order = {group: i for i, group in enumerate(sorted(groups, key=rank))}
+    items.sort(key=lambda item: order[_group_of(item)])     # stable: cells keep their order

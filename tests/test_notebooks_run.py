@@ -27,7 +27,6 @@ import run_cache
 from helpers import course
 
 ROOT = Path(__file__).resolve().parents[1]
-pytestmark = pytest.mark.runs_notebooks   # long: scheduled early (conftest.py), still in test-fast
 NAMES = [f"{lesson}.ipynb" for lesson in course.lessons()]
 
 
