@@ -103,7 +103,7 @@ STUDENT_RUN = ("tests/test_notebooks_run.py", "test_student_notebook_runs_top_to
 def _group_of(item):
     """What one worker runs whole (``--dist loadgroup``): a file, or one student lesson's run."""
     file = _file_of(item)
-    if (file, item.originalname) == STUDENT_RUN:
+    if (file, getattr(item, "originalname", None)) == STUDENT_RUN:
         return f"{file}[{item.callspec.params['name']}]"
     return file
 
