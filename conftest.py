@@ -1,6 +1,6 @@
 """Setup for the whole test run (tests/, notebooks/, solutions/); tests/conftest.py adds the unit tests' own.
 
-`make test` runs pytest on every core (pytest-xdist, ``-n auto --dist loadgroup`` in
+`make test` runs pytest on every core (pytest-xdist, ``-n auto --dist loadscope`` in
 pyproject.toml): each test file -- a test module, or one notebook with all its cells -- and
 each student lesson of tests/test_notebooks_run.py runs whole on one worker. `make test`
 leaves out the INTEGRATION modules below (browser, website, nbgrader, Otter: `make
@@ -96,24 +96,20 @@ def _file_of(item):
 INTEGRATION = ("tests/test_browser.py", "tests/test_book.py", "tests/test_nbgrader.py", "tests/test_otter.py")
 
 
-#: The student notebooks' run, one lesson per test: each lesson is a unit of work of its own.
-STUDENT_RUN = ("tests/test_notebooks_run.py", "test_student_notebook_runs_top_to_bottom")
-
-
 def _group_of(item):
-    """What one worker runs whole (``--dist loadgroup``): a file, or one student lesson's run."""
-    file = _file_of(item)
-    if (file, getattr(item, "originalname", None)) == STUDENT_RUN:
-        return f"{file}[{item.callspec.params['name']}]"
-    return file
+    """What one worker runs whole (``--dist loadscope``): a file, or a class of tests in it.
+
+    tests/test_notebooks_run.py has a class per student lesson: each its own unit of work.
+    """
+    cls = getattr(item, "cls", None)
+    return f"{_file_of(item)}::{cls.__name__}" if cls is not None else _file_of(item)
 
 
-@pytest.hookimpl(tryfirst=True)        # before pytest's -m selection and xdist's groups read the markers
+@pytest.hookimpl(tryfirst=True)        # before pytest's own -m selection reads the markers
 def pytest_collection_modifyitems(items):
     for item in items:
         if _file_of(item) in INTEGRATION:
             item.add_marker(pytest.mark.integration)
-        item.add_marker(pytest.mark.xdist_group(_group_of(item)))
     _longest_first(items)
 
 
@@ -131,7 +127,7 @@ def _longest_first(items):
             return (0, -entry["count"], group)
         if group.endswith(".ipynb"):                   # nbval: solutions/ (and notebooks/, asked for)
             return (1, lesson, group)
-        if group.endswith(".ipynb]"):                  # a student lesson, after its solution has trained
+        if group.startswith("tests/test_notebooks_run.py::"):   # a student lesson, after its solution
             return (2, lesson, group)
         return (3, -entry["count"], group)
 
