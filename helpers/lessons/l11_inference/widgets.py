@@ -1,6 +1,7 @@
 """Lesson 11's slider and figure: the kv-heads slider, and how far stacked windows reach.
 
-The slider follows lesson 04's head-count slider (:func:`helpers.widgets.head_count_explorer`):
+The slider follows lesson 04's head-count slider
+(:func:`helpers.lessons.l04_multi_head.figures.head_count_explorer`):
 the ipywidgets API common to 7.7 and 8, one figure redrawn per step, headless-safe.
 """
 
