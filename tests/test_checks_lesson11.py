@@ -97,7 +97,8 @@ def gqa_loop_pairing_by_count(X, W_q, W_k, W_v, W_o, num_heads, num_kv_heads, ma
     V = (X @ W_v).reshape(n, num_kv_heads, d_head).transpose(1, 0, 2)
     outs, maps = [], []
     for i in range(num_heads):
-        out, w = reference.scaled_dot_product_attention(Q[i], K[i // num_kv_heads], V[i // num_kv_heads], mask)
+        j = i // num_kv_heads
+        out, w = reference.scaled_dot_product_attention(Q[i], K[j], V[j], mask)
         outs.append(out)
         maps.append(w)
     return np.hstack(outs) @ W_o, np.array(maps)

@@ -80,8 +80,9 @@ def test_the_window_figure_gives_no_colour_a_second_meaning():
     ax = measure11.plot_time_per_token(timing, {}, {})
     per_token = {to_hex(line.get_color()) for line in ax.get_lines()}
     sizes = np.array([64, 128, 256])
-    fig, _, _ = measure11.plot_window_costs(sizes, {"band by band": 1e-6 * sizes, "whole grid, masked": 1e-9 * sizes**2},
-                                            {"band by band": 8.0 * sizes, "whole grid, masked": 8.0 * sizes**2}, window=16)
+    times = {"band by band": 1e-6 * sizes, "whole grid, masked": 1e-9 * sizes**2}
+    peaks = {"band by band": 8.0 * sizes, "whole grid, masked": 8.0 * sizes**2}
+    fig, _, _ = measure11.plot_window_costs(sizes, times, peaks, window=16)
     window = {to_hex(line.get_color()) for ax_ in fig.axes for line in ax_.get_lines()}
     plt.close("all")
     assert len(per_token) == 3 and len(window) >= 2 and not per_token & window

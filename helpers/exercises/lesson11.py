@@ -347,8 +347,8 @@ def decode_cases(rng, hidden):
         w, t_short = size(2, 4), size(3, 5)
         t_rope, w_rope = size(5, 9), size(3, 5)
         shapes = [(h, g, size(2, 4), size(3, 7), None, f"{h} query heads, {g} kv heads", True),
-                  (3, 3, size(2, 4), size(1, 4), None, "num_kv_heads not passed (None, which means num_heads)",
-                   False),
+                  (3, 3, size(2, 4), size(1, 4), None,
+                   "num_kv_heads not passed (None, which means num_heads)", False),
                   (4, 2, size(2, 3), w + size(2, 3), w, "a cache longer than the window", True),
                   (h, 1, 2, w, w, "a full window (multi-query)", True),
                   (2, 2, size(2, 3), t_short, t_short + size(2, 3), "a window not yet full", True),
@@ -408,7 +408,8 @@ def _decode(x, cache, W_q, W_k, W_v, W_o, h, num_kv_heads=None, window=None, pos
             return _rotated(A, [p] * count, b, d_model, convention)
         if convention == "full width":                     # rotated whole, then split
             q = reference.rope((x @ W_q)[None], [p], b).reshape(h, 1, d_head)
-            k = k_cached = reference.rope((x @ W_k)[None], [p], b).reshape(g, 1, d_head)
+            k = reference.rope((x @ W_k)[None], [p], b).reshape(g, 1, d_head)
+            k_cached = k
         else:
             q = rot(q)
         if rotate not in ("q only", "every key at attend time") and convention != "full width":
