@@ -76,13 +76,13 @@ def test_the_window_figure_gives_no_colour_a_second_meaning():
     from matplotlib.colors import to_hex
 
     n = np.array([4, 8, 16])
-    timing = {way: (n, 1e-3 * n) for way in measure11.WAYS}
-    ax = measure11.plot_time_per_token(timing, {}, {})
+    timing = {way: (n, 1e-3 * n) for way in costs.WAYS}
+    ax = costs.plot_time_per_token(timing, {}, {})
     per_token = {to_hex(line.get_color()) for line in ax.get_lines()}
     sizes = np.array([64, 128, 256])
     times = {"band by band": 1e-6 * sizes, "whole grid, masked": 1e-9 * sizes**2}
     peaks = {"band by band": 8.0 * sizes, "whole grid, masked": 8.0 * sizes**2}
-    fig, _, _ = measure11.plot_window_costs(sizes, times, peaks, window=16)
+    fig, _, _ = costs.plot_window_costs(sizes, times, peaks, window=16)
     window = {to_hex(line.get_color()) for ax_ in fig.axes for line in ax_.get_lines()}
     plt.close("all")
     assert len(per_token) == 3 and len(window) >= 2 and not per_token & window
