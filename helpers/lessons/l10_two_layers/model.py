@@ -349,11 +349,12 @@ def patch(result, layer, at):
 def two_head_example(corpus, score=10.0, sink=13.0):
     """A hand-set one-layer, two-head pointer model that resolves the adjective task.
 
-    A construction by hand: head 0's query of "it" scores every animal ``score`` and each
-    object adjective ``sink``; head 1 scores every object ``score`` and each animal adjective
-    ``sink``. With "tired", head 1 puts its weight on "tired" (a sink) and head 0 on the
-    animal: the mean over heads points at the animal. With "wet", the other way round. The
-    ratio argument holds in each head; the *mean* of two heads escapes it.
+    A construction by hand (heads counted from 1, as the lesson and its head views count them):
+    head 1's query of "it" scores every animal ``score`` and each object adjective ``sink``;
+    head 2 scores every object ``score`` and each animal adjective ``sink``. With "tired",
+    head 2 puts its weight on "tired" (a sink) and head 1 on the animal: the mean over heads
+    points at the animal. With "wet", the other way round. The ratio argument holds in each
+    head; the *mean* of two heads escapes it.
 
     Returns
     -------
