@@ -4,11 +4,11 @@ import matplotlib.pyplot as plt
 import numpy as np
 
 from ...plots import BLACK, GREEN, LINES, ORANGE, PURPLE, SKY_BLUE, heatmap
+from ..l08_training.plots import loss_curves
 
 #: One colour per seed in the induction figures, none of them a colour that means "it", its
 #: noun or the other noun in :func:`weights_by_seed` (LINES' first three).
 SEEDS = [BLACK, ORANGE, SKY_BLUE, PURPLE, "#8C8C8C"]
-from ..l08_training.plots import loss_curves
 
 __all__ = ["by_position", "circuit_matrices", "induction_losses", "induction_maps", "loss_curves",
            "weights_by_seed"]
