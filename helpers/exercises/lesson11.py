@@ -162,7 +162,7 @@ def _gqa(X, W_q, W_k, W_v, W_o, h, g, mask=None, *, pair="div", scale="d_head", 
     return (out @ W_o if use_W_o else out), maps
 
 
-def _gqa_reshaped(X, W_q, W_k, W_v, W_o, h, g, mask=None, *, merge="reshape"):
+def _gqa_reshaped(X, W_q, W_k, W_v, W_o, h, g, mask=None, merge="reshape"):
     """Heads split by a reshape without a transpose; merged back the same way, or (``merge=
     "transpose"``) the right way, with the head axis moved back behind the tokens'."""
     n, d_model = X.shape
