@@ -25,8 +25,12 @@ CHECKPOINT_RUN = {"d_model": 64, "num_heads": 4, "num_layers": 2, "context": 64,
 EVAL_EVERY = 500              # the checkpoint's held-out loss curve: every this many steps
 
 
+class _Stop(Exception):
+    """Raised inside ``fit`` to end a run after ``stop_after`` steps."""
+
+
 def train(*, steps, seed=0, d_model=64, num_heads=4, num_layers=2, context=64, batch_size=16,
-          eval_every=None, held_out_windows=None, log=None, parts=None):
+          eval_every=None, held_out_windows=None, log=None, parts=None, stop_after=None):
     """Train a GPT on the first 90 % of the plays with lesson 08's ``fit`` (AdamW).
 
     ``fit`` sets the step size from ``d_model`` (5e-3 at d_model = 64, falling linearly to 0
@@ -40,6 +44,8 @@ def train(*, steps, seed=0, d_model=64, num_heads=4, num_layers=2, context=64, b
         (on ``held_out_windows``, all the held-out text by default) and returned in ``"curve"``
     log : callable (str) -> None, optional, told each measurement
     parts : dict, optional: a learner's backward functions (:data:`model.PART_NAMES`)
+    stop_after : int, optional: stop after that many steps of the ``steps``-step schedule
+        (to repeat the start of a long run); ``"loss"`` then holds those steps only
 
     Returns
     -------
@@ -58,7 +64,11 @@ def train(*, steps, seed=0, d_model=64, num_heads=4, num_layers=2, context=64, b
     curve, losses, start = [], [], time.perf_counter()
 
     def loss_and_grads(p, batch):
-        return model.loss_and_grads(p, config, batch, parts)
+        if stop_after is not None and len(losses) == stop_after:
+            raise _Stop
+        loss, grads = model.loss_and_grads(p, config, batch, parts)
+        losses.append(loss)
+        return loss, grads
 
     def next_batch():
         return text.sample_windows(train_ids, context, batch_size, rng)
@@ -79,9 +89,12 @@ def train(*, steps, seed=0, d_model=64, num_heads=4, num_layers=2, context=64, b
                             f"({time.perf_counter() - start:.0f} s)")
                 state["step"] += 1
                 return next_batch()
-            losses = fit(params, loss_and_grads, counting_batch, steps, d_model)
+            fit(params, loss_and_grads, counting_batch, steps, d_model)
         else:
-            losses = fit(params, loss_and_grads, next_batch, steps, d_model)
+            try:
+                fit(params, loss_and_grads, next_batch, steps, d_model)
+            except _Stop:
+                pass
         if eval_every:
             curve.append((steps, model.loss_on(params, config, held_out_windows)))
             if log:
