@@ -75,11 +75,12 @@ def layer_norm(x, g, b):
     return centred / np.sqrt(var + EPS) * g + b
 
 
-def attention(a, block, config, mask=None, positions=None):
+def attention(a, block, config, mask=None, positions=None, keep=None):
     """Multi-head causal self-attention with RoPE on ``a (B, T, d)``: ``(out (B, T, d), weights)``.
 
     Lesson 04's heads (head i = columns ``i*d_head:(i+1)*d_head``), lesson 09's ``rope`` on every
     head's q and k, lesson 03's causal mask (or ``mask``), heads merged, then ``@ W_o``.
+    ``keep`` (num_heads,), optional, multiplies each head's output (0: the head ablated).
     """
     h, T = config["num_heads"], a.shape[-2]
     positions = np.arange(T) if positions is None else positions
@@ -87,6 +88,8 @@ def attention(a, block, config, mask=None, positions=None):
     q, k, v = (reference.split_heads(a @ block[name], h) for name in ("W_q", "W_k", "W_v"))  # (B, h, T, dh)
     q, k = reference.rope(q, positions, config["base"]), reference.rope(k, positions, config["base"])
     heads, weights = reference.scaled_dot_product_attention(q, k, v, mask)    # (B, h, T, dh), (B, h, T, T)
+    if keep is not None:
+        heads = heads * np.asarray(keep, dtype=heads.dtype)[:, None, None]
     return reference.merge_heads(heads) @ block["W_o"], weights
 
 
@@ -95,14 +98,15 @@ def mlp(x, block):
     return gelu(x @ block["W_1"] + block["b_1"]) @ block["W_2"] + block["b_2"]
 
 
-def block_forward(x, block, config, mask=None, positions=None):
+def block_forward(x, block, config, mask=None, positions=None, keep=None):
     """One block: ``x + attention(LN1(x))``, then ``+ mlp(LN2(x))``. Returns ``(x, weights)``."""
-    out, weights = attention(layer_norm(x, block["ln1_g"], block["ln1_b"]), block, config, mask, positions)
+    out, weights = attention(layer_norm(x, block["ln1_g"], block["ln1_b"]), block, config, mask, positions,
+                             keep)
     x = x + out
     return x + mlp(layer_norm(x, block["ln2_g"], block["ln2_b"]), block), weights
 
 
-def forward(params, config, ids, return_weights=False):
+def forward(params, config, ids, return_weights=False, keep=None):
     """The logits of the next character at every position.
 
     Parameters
@@ -110,6 +114,8 @@ def forward(params, config, ids, return_weights=False):
     params : dict (see the module's docstring; ``params["blocks"]`` a list, one dict per block)
     config : dict (:func:`make_config`)
     ids : int array, shape (B, T) (or (T,)), T <= config["context"]
+    return_weights : bool
+    keep : array (num_layers, num_heads), optional: multiplies each head's output (0 = ablated)
 
     Returns
     -------
@@ -124,8 +130,8 @@ def forward(params, config, ids, return_weights=False):
                          f"{config['context']}")
     x = params["tok"][ids]                                            # (B, T, d)
     maps = []
-    for block in params["blocks"]:
-        x, weights = block_forward(x, block, config)
+    for l, block in enumerate(params["blocks"]):
+        x, weights = block_forward(x, block, config, keep=None if keep is None else keep[l])
         maps.append(weights)
     logits = layer_norm(x, params["lnf_g"], params["lnf_b"]) @ params["W_out"]
     return (logits, maps) if return_weights else logits
@@ -294,12 +300,13 @@ def _like(grads, params):
     return out
 
 
-def loss_on(params, config, windows, batch_size=64):
-    """Mean cross-entropy (nats per character) over ``windows (N, T + 1)``, in batches."""
+def loss_on(params, config, windows, batch_size=64, keep=None):
+    """Mean cross-entropy (nats per character) over ``windows (N, T + 1)``, in batches
+    (``keep``: as for :func:`forward`)."""
     total, count = 0.0, 0
     for start in range(0, len(windows), batch_size):
         batch = windows[start:start + batch_size]
-        logits = forward(params, config, batch[:, :-1])
+        logits = forward(params, config, batch[:, :-1], keep=keep)
         total += cross_entropy(logits, batch[:, 1:]) * batch[:, 1:].size
         count += batch[:, 1:].size
     return total / count
