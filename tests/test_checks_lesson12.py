@@ -213,7 +213,8 @@ def ntp_logsumexp(logits, temperature=1.0, top_k=None):
 
 
 NTP_WRONG = {
-    "logits * temperature": (lambda *a, **k: ntp_sort(*a, **k, multiply=True), "multiplied by the temperature"),
+    "logits * temperature": (lambda *a, **k: ntp_sort(*a, **k, multiply=True),
+                             "multiplied by the temperature"),
     "temperature after the softmax": (lambda *a, **k: ntp_sort(*a, **k, after=True), "changed nothing"),
     "threshold at the k-th value keeps ties": (lambda *a, **k: ntp_sort(*a, **k, threshold=True),
                                                 "kept every token tied"),

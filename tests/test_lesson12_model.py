@@ -11,7 +11,7 @@ import math
 import numpy as np
 import pytest
 
-from helpers.lessons.l12_gpt import generate as gen
+from helpers.lessons.l12_gpt import generation as gen
 from helpers.lessons.l12_gpt import model, text, training
 
 

@@ -5,7 +5,7 @@
 - :mod:`.model`    -- the model (one config, a list of blocks), its loss and gradients;
 - :mod:`.training` -- training with lesson 08's ``fit``, the held-out loss, the checkpoint
   (``python -m helpers.lessons.l12_gpt.training``, what ``make train-gpt`` runs);
-- :mod:`.generate` -- sampling text, with and without a KV cache (the same text);
+- :mod:`.generation` -- sampling text, with and without a KV cache (the same text);
 - :mod:`.inside`   -- what the heads do: the head view on a line, measurements and ablations.
 
 Entry points: ``forward(params, config, ids)``, ``load_checkpoint()``, ``corpus()``,
@@ -13,7 +13,9 @@ Entry points: ``forward(params, config, ids)``, ``load_checkpoint()``, ``corpus(
 top_k=None, seed=0, use_cache=True)``.
 """
 
+from .generation import generate
 from .model import forward
 from .text import corpus, decode, encode
+from .training import load_checkpoint
 
-__all__ = ["corpus", "decode", "encode", "forward"]
+__all__ = ["corpus", "decode", "encode", "forward", "generate", "load_checkpoint"]

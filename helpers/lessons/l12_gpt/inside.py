@@ -154,8 +154,9 @@ def head_view(params, config, line, position=None, title=None):
     position = len(ids) - 1 if position is None else int(position)
     _, maps = model.forward(params, config, ids[None], return_weights=True)
     rows = np.concatenate([w[0, :, position] for w in maps])       # (L h, T)
-    labels = [f"block {l}, head {h}" for l in range(1, len(maps) + 1) for h in range(1, config["num_heads"] + 1)]
-    fig, ax = plt.subplots(figsize=(0.42 * len(ids) + 2, 0.5 * len(rows) + 1.4))
+    labels = [f"block {l}, head {h}" for l in range(1, len(maps) + 1)
+              for h in range(1, config["num_heads"] + 1)]
+    fig, ax = plt.subplots(figsize=(0.3 * len(ids) + 2, 0.5 * len(rows) + 1.4))
     l08_plots.sentence_weights(rows, [_cells(line)] * len(rows), position, ax=ax, row_labels=labels,
                                title=title or f"Where {line[position]!r} (character {position}) looks")
     fig.tight_layout()

@@ -19,6 +19,7 @@ import numpy as np
 
 from ... import reference
 from ...reference.inference import band
+from ...threads import on_one_thread
 from . import model, text
 
 
@@ -84,6 +85,7 @@ def _as_float64(params):
                 else v.astype(np.float64)) for k, v in params.items()}
 
 
+@on_one_thread            # small matrices: one BLAS thread is fastest, busy machine or not
 def generate_ids(params, config, prompt_ids, steps, *, temperature=1.0, top_k=None, seed=0,
                  use_cache=True, probabilities=None):
     """The prompt's ids followed by ``steps`` drawn ones (an int64 array). See :func:`generate`."""
