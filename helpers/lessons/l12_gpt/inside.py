@@ -3,9 +3,9 @@
 - :func:`head_view`: lesson 10's head view (lesson 08's ``sentence_weights`` picture) of one
   character of one line: where it looks, in every block and head;
 - :func:`head_targets`: for every head, the mean attention weight on a named position (the
-  previous character, itself, the start of the current word, the start of the line), over
-  every held-out query where that position is defined and differs from the previous
-  character and from the query itself; beside it, what uniform attention would give;
+  previous character, the one before it, itself, the start of the current word, the start of
+  the line), over every held-out query where that position is defined (the starts only where
+  they are 3 or more characters back); beside it, what uniform attention would give;
 - :func:`ablation`: the held-out loss with one head's output removed, head by head;
 - :func:`induction`: on random letters repeated once, each head's weight on the character
   after the earlier copy of the current one (an induction head's target, Olsson et al. 2022),
@@ -18,16 +18,16 @@ from ...threads import blas_threads
 from ..l08_training import plots as l08_plots
 from . import model, text
 
-TARGETS = ("previous character", "itself", "start of the word", "start of the line")
+TARGETS = ("previous character", "two back", "itself", "start of the word", "start of the line")
 
 
 def _targets(chars):
     """For each position i of one window: the position of each target, or -1 where it does not count.
 
     A word starts after a space or a line break; a line starts after a line break. The start of
-    the word counts only inside a word and when it is at least 2 before i (so that it is neither
-    the previous character nor i itself); the start of the line likewise, and only after the
-    line's first word (so that it is not the start of the word as well).
+    the word counts only inside a word and when it is at least 3 before i (so that it is none of
+    i, i - 1 and i - 2); the start of the line likewise, and only after the line's first word (so
+    that it is not the start of the word as well).
     """
     T = len(chars)
     out = np.full((len(TARGETS), T), -1)
@@ -39,12 +39,14 @@ def _targets(chars):
             line = i
         if i >= 1:
             out[0, i] = i - 1
-        out[1, i] = i
+        if i >= 2:
+            out[1, i] = i - 2
+        out[2, i] = i
         inside = c not in " \n"
-        if inside and 0 <= word <= i - 2:
-            out[2, i] = word
-        if 0 <= line <= i - 2 and line < word:
-            out[3, i] = line
+        if inside and 0 <= word <= i - 3:
+            out[3, i] = word
+        if 0 <= line <= i - 3 and line < word:
+            out[4, i] = line
     return out
 
 
@@ -159,5 +161,6 @@ def head_view(params, config, line, position=None, title=None):
     fig, ax = plt.subplots(figsize=(0.3 * len(ids) + 2, 0.5 * len(rows) + 1.4))
     l08_plots.sentence_weights(rows, [_cells(line)] * len(rows), position, ax=ax, row_labels=labels,
                                title=title or f"Where {line[position]!r} (character {position}) looks")
+    ax.set_xlabel("character position (framed in orange: the query character)")
     fig.tight_layout()
     return fig
