@@ -7,7 +7,7 @@
 #   make lint         ruff: the pycodestyle and pyflakes rules of pyproject.toml, on every .py file
 #   make student      refresh the Colab badge + setup cell of solutions/, regenerate notebooks/
 #   make bench        print timings and memory figures (a benchmark, never a test)
-#   make train-gpt    train lesson 12's GPT from its seed and write its checkpoint (about 15 min, one thread)
+#   make train-gpt    train lesson 12's GPT from its seed, write its checkpoint (873 s on a busy 2-core machine)
 #   make release DIR=folder [REPOSITORY=https://github.com/you/course]
 #                     write what learners get (student notebooks + learner-facing helpers)
 #   make book         build the course as a website: _build/book/html/index.html

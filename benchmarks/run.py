@@ -563,8 +563,9 @@ def bench_gpt(repeat):
     loss_t.backward()
     worst = max(float(np.abs(blocks[l][k].grad.numpy() - grads["blocks"][l][k]).max()
                       / np.abs(grads["blocks"][l][k]).max()) for l in range(2) for k in blocks[l])
-    same = abs(loss_np - float(loss_t)) < 1e-4 and worst < 1e-3
-    print(f"   the same model: loss {loss_np:.6f} (NumPy) vs {float(loss_t):.6f} (PyTorch); largest "
+    loss_t = float(loss_t.detach())
+    same = abs(loss_np - loss_t) < 1e-4 and worst < 1e-3
+    print(f"   the same model: loss {loss_np:.6f} (NumPy) vs {loss_t:.6f} (PyTorch); largest "
           f"gradient difference relative to each array's largest entry {worst:.1e}: {verdict(same)}")
     optimizer = torch.optim.AdamW(tensors, lr=5e-3, weight_decay=0.1)
 
