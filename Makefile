@@ -8,6 +8,7 @@
 #   make lint         ruff: the pycodestyle and pyflakes rules of pyproject.toml, on every .py file
 #   make student      refresh the Colab badge + setup cell of solutions/, regenerate notebooks/
 #   make bench        print timings and memory figures (a benchmark, never a test)
+#   make train-gpt    train lesson 12's GPT from its seed, write its checkpoint (873 s on a busy 2-core machine)
 #   make release DIR=folder [REPOSITORY=https://github.com/you/course]
 #                     write what learners get (student notebooks + learner-facing helpers)
 #   make book         build the course as a website: _build/book/html/index.html
@@ -34,7 +35,7 @@ OLDEST := .venv-oldest
 NBGRADER := .venv-nbgrader
 OTTER  := .venv-otter
 
-.PHONY: lab test test-fast test-integration test-lesson lint student bench release book book-deps browser nbgrader otter otter-env test-oldest clean
+.PHONY: lab test test-fast test-integration test-lesson lint student bench train-gpt release book book-deps browser nbgrader otter otter-env test-oldest clean
 
 # (Re)install when requirements.txt or pyproject.toml change.
 $(STAMP): requirements.txt pyproject.toml
@@ -85,6 +86,11 @@ student: $(STAMP)
 
 bench: $(STAMP)
 	$(PY) benchmarks/run.py
+
+# Lesson 12's checkpoint (helpers/lessons/l12_gpt/data/checkpoint.npz): deterministic from the
+# config and seed in helpers/lessons/l12_gpt/training.py (CHECKPOINT_RUN), on one BLAS thread.
+train-gpt: $(STAMP)
+	OPENBLAS_NUM_THREADS=1 OMP_NUM_THREADS=1 MKL_NUM_THREADS=1 $(PY) -m helpers.lessons.l12_gpt.training
 
 release: $(STAMP)
 	@test -n "$(DIR)" || { echo "usage: make release DIR=folder [REPOSITORY=https://github.com/you/course]"; exit 2; }

@@ -40,6 +40,11 @@ something crashes). Timings depend on the machine and on what else runs on it.
    beside as many busy processes (``while True: pass``) as the machine has cores, next to the
    tests' setting (one BLAS thread). Target: <= 30 s quiet and loaded. ``--lessons 08,09``
    runs only those.
+7. Lesson 12's training step: the GPT of ``helpers.lessons.l12_gpt`` (2 blocks, d_model 64, 4
+   heads, context 64, batch 16, float32), one step (forward, backward, AdamW) in NumPy against
+   the same model in PyTorch on the CPU (the same initial parameters and batch; the losses and
+   gradients compared first), both on one thread: median ms per step and the ratio. Target:
+   NumPy at >= 1/3 of PyTorch's speed. Skipped without torch (``make book-deps`` installs it).
 6. Lesson 11's generation: tokens per second generating a sequence one token at a time with
    ``attention_decode_step`` (the KV cache) and by recomputing causal multi-head attention
    over the whole prefix for every token; the outputs compared; and the cache's bytes after
@@ -506,6 +511,93 @@ def bench_generation(repeat):
     return same
 
 
+def _torch_gpt(torch, params, config):
+    """The lesson-12 GPT in PyTorch, on ``params`` (copied): a function ids, targets -> loss."""
+    F = torch.nn.functional
+    P = {k: torch.tensor(v, requires_grad=True) for k, v in params.items() if k != "blocks"}
+    blocks = [{k: torch.tensor(v, requires_grad=True) for k, v in b.items()} for b in params["blocks"]]
+    h, d, T, base = config["num_heads"], config["d_model"], config["context"], config["base"]
+    d_head = d // h
+    angles = torch.arange(T)[:, None] * base ** (-torch.arange(0, d_head, 2) / d_head)
+    cos, sin = torch.cos(angles).float(), torch.sin(angles).float()           # (T, d_head / 2)
+
+    def rope(x):
+        even, odd = x[..., 0::2], x[..., 1::2]
+        return torch.stack([even * cos - odd * sin, even * sin + odd * cos], dim=-1).flatten(-2)
+
+    def loss(ids, targets):
+        B = ids.shape[0]
+        x = P["tok"][ids]
+        for b in blocks:
+            a = F.layer_norm(x, (d,), b["ln1_g"], b["ln1_b"], eps=1e-5)
+            q, k, v = ((a @ b[n]).view(B, T, h, d_head).transpose(1, 2) for n in ("W_q", "W_k", "W_v"))
+            out = F.scaled_dot_product_attention(rope(q), rope(k), v, is_causal=True)
+            x = x + out.transpose(1, 2).reshape(B, T, d) @ b["W_o"]
+            m = F.layer_norm(x, (d,), b["ln2_g"], b["ln2_b"], eps=1e-5)
+            x = x + F.gelu(m @ b["W_1"] + b["b_1"], approximate="tanh") @ b["W_2"] + b["b_2"]
+        logits = F.layer_norm(x, (d,), P["lnf_g"], P["lnf_b"], eps=1e-5) @ P["W_out"]
+        return F.cross_entropy(logits.reshape(-1, logits.shape[-1]), targets.reshape(-1))
+
+    return loss, list(P.values()) + [t for b in blocks for t in b.values()], P, blocks
+
+
+def bench_gpt(repeat):
+    """Lesson 12: one training step, NumPy (the lesson's code) against PyTorch (CPU), one thread each."""
+    print("\n7. lesson 12: one GPT training step (2 blocks, d_model 64, 4 heads, context 64, batch 16, "
+          "float32), NumPy vs PyTorch on the CPU, one thread")
+    try:
+        import torch
+    except ImportError:
+        print("   skipped: torch is not installed (make book-deps installs a CPU build)")
+        return True
+    from helpers.lessons.l08_training import fit
+    from helpers.lessons.l12_gpt import model, text
+    from helpers.threads import blas_threads
+
+    torch.set_num_threads(1)
+    config = model.make_config(text.vocabulary())
+    params = model.init_params(config, np.random.default_rng(0))
+    ids = text.encode(text.corpus()[0], config)
+    batch = text.sample_windows(ids, 64, 16, np.random.default_rng(1))
+    loss_fn, tensors, P, blocks = _torch_gpt(torch, params, config)
+    inputs, targets = torch.tensor(batch[:, :-1]), torch.tensor(batch[:, 1:])
+    with blas_threads():
+        loss_np, grads = model.loss_and_grads(params, config, batch)
+    loss_t = loss_fn(inputs, targets)
+    loss_t.backward()
+    worst = max(float(np.abs(blocks[l][k].grad.numpy() - grads["blocks"][l][k]).max()
+                      / np.abs(grads["blocks"][l][k]).max()) for l in range(2) for k in blocks[l])
+    loss_t = float(loss_t.detach())
+    same = abs(loss_np - loss_t) < 1e-4 and worst < 1e-3
+    print(f"   the same model: loss {loss_np:.6f} (NumPy) vs {loss_t:.6f} (PyTorch); largest "
+          f"gradient difference relative to each array's largest entry {worst:.1e}: {verdict(same)}")
+    optimizer = torch.optim.AdamW(tensors, lr=5e-3, weight_decay=0.1)
+
+    def torch_step():
+        optimizer.zero_grad(set_to_none=True)
+        loss_fn(inputs, targets).backward()
+        optimizer.step()
+
+    steps = 20
+
+    def numpy_steps():
+        fit(params, lambda p, b: model.loss_and_grads(p, config, b), lambda: batch, steps, 64)
+
+    def torch_steps():
+        for _ in range(steps):
+            torch_step()
+
+    with blas_threads():
+        times = interleaved_times({"NumPy": numpy_steps, "PyTorch": torch_steps}, repeat)
+    (t_np, best_np), (t_torch, best_torch) = ((1e3 * m / steps, 1e3 * b / steps) for m, b in times.values())
+    ratio = t_torch / t_np
+    print(f"   NumPy   {t_np:6.1f} ms a step (best {best_np:.1f}; median of {repeat} runs of {steps} steps, "
+          f"fit's AdamW included)")
+    print(f"   PyTorch {t_torch:6.1f} ms a step (best {best_torch:.1f}; torch {torch.__version__}, AdamW)")
+    print(f"   NumPy runs at {ratio:.2f} of PyTorch's speed (target >= 1/3): {verdict(ratio >= 1 / 3)}")
+    return same and ratio >= 1 / 3
+
+
 def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--repeat", type=int, default=7, help="timed runs per measurement")
@@ -522,7 +614,8 @@ def main(argv=None):
                "lesson 09 training runs": bench_position(),
                "lesson 10 training": bench_layers(min(args.repeat, 3)),
                "slider steps": bench_sliders(args.repeat),
-               "lesson 11 cached = recomputed, cache bytes": bench_generation(args.repeat)}
+               "lesson 11 cached = recomputed, cache bytes": bench_generation(args.repeat),
+               "lesson 12 NumPy step >= 1/3 of PyTorch's": bench_gpt(args.repeat)}
     if not args.no_notebooks:
         bench_notebooks(args.timeout)
         lessons = None if args.lessons is None else args.lessons.split(",")
