@@ -144,8 +144,8 @@ def _finish(fig, ax, xlabel, ylabel, title):
 
 
 #: What a band beyond the trained length holds that training never did, by way of encoding position.
-UNSEEN_BEYOND_TRAINING = {"sinusoidal": "the positions themselves",
-                          "rope": "offsets above 15, more than 16 keys"}
+UNSEEN_BEYOND_TRAINING = {"sinusoidal": "position vectors, offsets > 15, > 16 keys",
+                          "rope": "offsets > 15, > 16 keys (it has no position vectors)"}
 
 
 def accuracy_by_band(results, *, chance, title=""):
@@ -168,7 +168,7 @@ def accuracy_by_band(results, *, chance, title=""):
         unseen = UNSEEN_BEYOND_TRAINING.get(label.split(" ")[0])
         ax.bar(x, np.median(table, axis=0), width, color=colour, alpha=0.75,
                hatch=hatches.get(label.split(" ")[0], ""), edgecolor="white",
-               label=f"{label} (median of {len(seeds)} seeds)" + (f"\nbeyond 15 unseen: {unseen}" if unseen else ""))
+               label=f"{label} (median of {len(seeds)} seeds)" + (f"\nnever seen past position 15: {unseen}" if unseen else ""))
         for row in table:
             ax.plot(x, row, linestyle="none", marker="o", markersize=4, color=BLACK)
     ax.plot([], [], linestyle="none", marker="o", markersize=4, color=BLACK, label="one seed")
