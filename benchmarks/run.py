@@ -40,6 +40,11 @@ something crashes). Timings depend on the machine and on what else runs on it.
    beside as many busy processes (``while True: pass``) as the machine has cores, next to the
    tests' setting (one BLAS thread). Target: <= 30 s quiet and loaded. ``--lessons 08,09``
    runs only those.
+7. Lesson 12's training step: the GPT of ``helpers.lessons.l12_gpt`` (2 blocks, d_model 64, 4
+   heads, context 64, batch 16, float32), one step (forward, backward, AdamW) in NumPy against
+   the same model in PyTorch on the CPU (the same initial parameters and batch; the losses and
+   gradients compared first), both on one thread: median ms per step and the ratio. Target:
+   NumPy at >= 1/3 of PyTorch's speed. Skipped without torch (``make book-deps`` installs it).
 6. Lesson 11's generation: tokens per second generating a sequence one token at a time with
    ``attention_decode_step`` (the KV cache) and by recomputing causal multi-head attention
    over the whole prefix for every token; the outputs compared; and the cache's bytes after
@@ -75,8 +80,10 @@ TARGET_RUN_ALL = 10.0       # seconds: every untouched student notebook, well un
 RUN_ALL_TARGETS = {"08_training.ipynb": 60.0,   # ... but the ones that train models
                    "09_position.ipynb": 60.0,
                    "10_two_layers.ipynb": 60.0,
-                   "11_inference.ipynb": 60.0}  # ... and the one that measures generation
-TARGET_DEFAULT_KERNEL = 30.0  # seconds: Run All in a learner's default kernel, quiet and loaded
+                   "11_inference.ipynb": 60.0,  # ... and the one that measures generation
+                   "12_gpt.ipynb": 90.0}        # ... and the capstone, which trains a GPT
+TARGET_DEFAULT_KERNEL = 30.0  # seconds: Run All in a learner's default kernel, quiet and loaded ...
+DEFAULT_KERNEL_TARGETS = {"12_gpt.ipynb": 60.0}   # ... but the capstone, which trains a GPT live
 TARGET_SLIDER = 0.2         # seconds: one slider step
 TRAINING = dict(steps=None, seeds=range(6))      # None: the task's default number of steps
 TARGET_TRAINING_TIME = 10.0
@@ -319,9 +326,10 @@ def bench_notebooks(timeout):
 
 # --------------------------------------------------------------------------- 5b
 # What a learner's kernel has that a test's has not: none of these (conftest.py sets the BLAS
-# threads and the shared training folder; pytest and nbval add their own).
+# threads, the shared training folder and the kernels' startup file; pytest and nbval add their own).
 TEST_VARIABLES = ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS", "COURSE_RUN_CACHE",
-                  "MPLBACKEND", "PYTEST_CURRENT_TEST", "PYTEST_XDIST_WORKER", "PYTEST_XDIST_WORKER_COUNT")
+                  "PYTHONSTARTUP", "MPLBACKEND", "PYTEST_CURRENT_TEST", "PYTEST_XDIST_WORKER",
+                  "PYTEST_XDIST_WORKER_COUNT")
 #: Each setting of 5b: (what it is called, how many busy processes run beside it, the kernel's
 #: extra environment). The last is the tests' own setting (conftest.py: one BLAS thread).
 KERNEL_SETTINGS = [("default kernel, quiet", 0, {}),
@@ -386,7 +394,8 @@ def bench_default_kernel(timeout, lessons=None, busy=None):
     names = [name.format(busy=busy) for name, _, _ in KERNEL_SETTINGS]
     print(f"\n5b. Run All of each student notebook in a fresh DEFAULT kernel (no test variables: "
           f"BLAS picks its own threads), quiet and beside {busy} busy processes (one per core), next to "
-          f"the tests' setting; kernel start included; target <= {TARGET_DEFAULT_KERNEL:.0f} s in both, "
+          f"the tests' setting; kernel start included; target <= {TARGET_DEFAULT_KERNEL:.0f} s in both "
+          f"(lesson 12: {DEFAULT_KERNEL_TARGETS['12_gpt.ipynb']:.0f} s), "
           f"and the default no slower than the tests' setting")
     print(f"   {'lesson':<30}" + "".join(f"{name:>33}" for name in names))
     met = True
@@ -399,7 +408,8 @@ def bench_default_kernel(timeout, lessons=None, busy=None):
             if status != "ok":
                 print(f"   {path.name}: {status}")
         quiet, loaded, tests = seconds
-        ok = quiet <= TARGET_DEFAULT_KERNEL and loaded <= TARGET_DEFAULT_KERNEL
+        target = DEFAULT_KERNEL_TARGETS.get(path.name, TARGET_DEFAULT_KERNEL)
+        ok = quiet <= target and loaded <= target
         met &= ok
         print(f"   {path.name:<30}" + "".join(f"{t:>31.1f} s" for t in seconds)
               + f"   {verdict(ok)}{'' if quiet <= 1.2 * tests + 1 else '  (default slower than 1 thread)'}")
@@ -411,18 +421,21 @@ def slider_steps():
     """``{slider name: (redraw, values)}``: each lesson's slider, as the lesson builds it."""
     import matplotlib
     matplotlib.use("Agg")
-    from helpers import data, plots, widgets
+    from helpers import data, widgets
+    from helpers.lessons.l02_scaled_scores import figures as lesson02
+    from helpers.lessons.l03_softmax_and_attention import figures as lesson03
+    from helpers.lessons.l04_multi_head import figures as lesson04
 
     words = data.tokens(data.IT_SENTENCE)
-    fig, update, animated = plots.dk_figure(words, reference.softmax)
-    d_k = widgets.dk_slider()
+    fig, update, animated = lesson02.dk_figure(words, reference.softmax)
+    d_k = lesson02.dk_slider()
     _, dk_redraw = widgets.live_figure(fig, update, animated=animated, d_k=d_k)
 
     cat = data.tokens(data.CAT_SAT)
     Q = np.array([[0.0, 0.0], [0.0, 1.4], [2.0, 1.0]])
     K = np.array([[0.0, 0.0], [1.38, 0.0], [0.0, 1.0]])
     V = np.array([[0.0, 0.0, 1.0], [1.0, 0.0, 0.0], [0.0, 1.0, 0.0]])
-    fig, update, animated = plots.query_figure(
+    fig, update, animated = lesson03.query_figure(
         Q, K, V, cat, ["animal", "action", "article"], "sat",
         lambda q, k: reference.softmax(reference.attention_scores(q, k)))
     noun = widgets.choice_slider([0.0, 2.0, 5.0], 2.0, "noun")
@@ -431,10 +444,10 @@ def slider_steps():
 
     X = data.embed(words, d_model=64)
     W = [1.5 * data.weight_matrix(64, 64, seed=s) for s in (10, 11, 12, 13)]
-    heads_box, heads_redraw = widgets.head_count_explorer(reference.multi_head_attention, X, *W,
+    heads_box, heads_redraw = lesson04.head_count_explorer(reference.multi_head_attention, X, *W,
                                                           words, value=8)
-    from helpers.lessons.l11_inference import widgets as widgets11
-    kv_box, kv_redraw = widgets11.kv_heads_explorer(reference.grouped_query_attention, X, *W,
+    from helpers.lessons.l11_inference import widgets as lesson11_widgets
+    kv_box, kv_redraw = lesson11_widgets.kv_heads_explorer(reference.grouped_query_attention, X, *W,
                                                             words, num_heads=8, value=2)
     return {"lesson 02, d_k": (lambda v: dk_redraw(d_k=v), list(d_k.options)),
             "lesson 03, sat's query": (lambda v: sat_redraw(noun=v), list(noun.options)),
@@ -460,15 +473,15 @@ def bench_sliders(repeat):
 def bench_generation(repeat):
     """Lesson 11: tokens per second three ways (cache, last row, every row) and per kv-head count."""
     from helpers.lessons.l11_inference import generate
-    from helpers.lessons.l11_inference import measure as measure11
+    from helpers.lessons.l11_inference import costs
 
     n, d_model, h = GENERATION["n"], GENERATION["d_model"], GENERATION["num_heads"]
     d_head = d_model // h
     print(f"\n6. lesson 11: generating n = {n} tokens one at a time, d_model = {d_model}, {h} heads, "
           f"one layer (median of {repeat})")
     X = np.random.default_rng(0).standard_normal((n, d_model))
-    W = measure11.random_weights(d_model, h)
-    measure11.keep_freed_memory()          # time the steps, not the OS's fresh pages
+    W = costs.random_weights(d_model, h)
+    costs.keep_freed_memory()          # time the steps, not the OS's fresh pages
 
     def with_cache(g=h, weights=W):
         return generate.decode_sequence(reference.attention_decode_step, X, weights, h, g)[0]
@@ -491,15 +504,102 @@ def bench_generation(repeat):
     print(f"   same outputs (within 1e-12): {verdict(same)}")
     print(f"   grouped-query attention, {h} query heads (cache bytes after {n} tokens, float64):")
     for g in sorted({h, max(1, h // 4), 1}, reverse=True):
-        W_g = measure11.random_weights(d_model, h, g)
+        W_g = costs.random_weights(d_model, h, g)
         s = float(np.median([timed(lambda: with_cache(g, W_g)) for _ in range(repeat)]))
-        measured = measure11.cache_bytes_after(reference.attention_decode_step, n,
+        measured = costs.cache_bytes_after(reference.attention_decode_step, n,
                                                d_model=d_model, num_heads=h, num_kv_heads=g)
         ok = measured == 2 * n * g * d_head * 8
         same = same and ok
         print(f"   num_kv_heads = {g:>2}: {n / s:>10,.0f} tokens/s; cache {format_bytes(measured):>10} "
               f"(2·n·g·d_head·8: {verdict(ok)})")
     return same
+
+
+def _torch_gpt(torch, params, config):
+    """The lesson-12 GPT in PyTorch, on ``params`` (copied): a function ids, targets -> loss."""
+    F = torch.nn.functional
+    P = {k: torch.tensor(v, requires_grad=True) for k, v in params.items() if k != "blocks"}
+    blocks = [{k: torch.tensor(v, requires_grad=True) for k, v in b.items()} for b in params["blocks"]]
+    h, d, T, base = config["num_heads"], config["d_model"], config["context"], config["base"]
+    d_head = d // h
+    angles = torch.arange(T)[:, None] * base ** (-torch.arange(0, d_head, 2) / d_head)
+    cos, sin = torch.cos(angles).float(), torch.sin(angles).float()           # (T, d_head / 2)
+
+    def rope(x):
+        even, odd = x[..., 0::2], x[..., 1::2]
+        return torch.stack([even * cos - odd * sin, even * sin + odd * cos], dim=-1).flatten(-2)
+
+    def loss(ids, targets):
+        B = ids.shape[0]
+        x = P["tok"][ids]
+        for b in blocks:
+            a = F.layer_norm(x, (d,), b["ln1_g"], b["ln1_b"], eps=1e-5)
+            q, k, v = ((a @ b[n]).view(B, T, h, d_head).transpose(1, 2) for n in ("W_q", "W_k", "W_v"))
+            out = F.scaled_dot_product_attention(rope(q), rope(k), v, is_causal=True)
+            x = x + out.transpose(1, 2).reshape(B, T, d) @ b["W_o"]
+            m = F.layer_norm(x, (d,), b["ln2_g"], b["ln2_b"], eps=1e-5)
+            x = x + F.gelu(m @ b["W_1"] + b["b_1"], approximate="tanh") @ b["W_2"] + b["b_2"]
+        logits = F.layer_norm(x, (d,), P["lnf_g"], P["lnf_b"], eps=1e-5) @ P["W_out"]
+        return F.cross_entropy(logits.reshape(-1, logits.shape[-1]), targets.reshape(-1))
+
+    return loss, list(P.values()) + [t for b in blocks for t in b.values()], P, blocks
+
+
+def bench_gpt(repeat):
+    """Lesson 12: one training step, NumPy (the lesson's code) against PyTorch (CPU), one thread each."""
+    print("\n7. lesson 12: one GPT training step (2 blocks, d_model 64, 4 heads, context 64, batch 16, "
+          "float32), NumPy vs PyTorch on the CPU, one thread")
+    try:
+        import torch
+    except ImportError:
+        print("   skipped: torch is not installed (make book-deps installs a CPU build)")
+        return True
+    from helpers.lessons.l08_training import fit
+    from helpers.lessons.l12_gpt import model, text
+    from helpers.threads import blas_threads
+
+    torch.set_num_threads(1)
+    config = model.make_config(text.vocabulary())
+    params = model.init_params(config, np.random.default_rng(0))
+    ids = text.encode(text.corpus()[0], config)
+    batch = text.sample_windows(ids, 64, 16, np.random.default_rng(1))
+    loss_fn, tensors, P, blocks = _torch_gpt(torch, params, config)
+    inputs, targets = torch.tensor(batch[:, :-1]), torch.tensor(batch[:, 1:])
+    with blas_threads():
+        loss_np, grads = model.loss_and_grads(params, config, batch)
+    loss_t = loss_fn(inputs, targets)
+    loss_t.backward()
+    worst = max(float(np.abs(blocks[l][k].grad.numpy() - grads["blocks"][l][k]).max()
+                      / np.abs(grads["blocks"][l][k]).max()) for l in range(2) for k in blocks[l])
+    loss_t = float(loss_t.detach())
+    same = abs(loss_np - loss_t) < 1e-4 and worst < 1e-3
+    print(f"   the same model: loss {loss_np:.6f} (NumPy) vs {loss_t:.6f} (PyTorch); largest "
+          f"gradient difference relative to each array's largest entry {worst:.1e}: {verdict(same)}")
+    optimizer = torch.optim.AdamW(tensors, lr=5e-3, weight_decay=0.1)
+
+    def torch_step():
+        optimizer.zero_grad(set_to_none=True)
+        loss_fn(inputs, targets).backward()
+        optimizer.step()
+
+    steps = 20
+
+    def numpy_steps():
+        fit(params, lambda p, b: model.loss_and_grads(p, config, b), lambda: batch, steps, 64)
+
+    def torch_steps():
+        for _ in range(steps):
+            torch_step()
+
+    with blas_threads():
+        times = interleaved_times({"NumPy": numpy_steps, "PyTorch": torch_steps}, repeat)
+    (t_np, best_np), (t_torch, best_torch) = ((1e3 * m / steps, 1e3 * b / steps) for m, b in times.values())
+    ratio = t_torch / t_np
+    print(f"   NumPy   {t_np:6.1f} ms a step (best {best_np:.1f}; median of {repeat} runs of {steps} steps, "
+          f"fit's AdamW included)")
+    print(f"   PyTorch {t_torch:6.1f} ms a step (best {best_torch:.1f}; torch {torch.__version__}, AdamW)")
+    print(f"   NumPy runs at {ratio:.2f} of PyTorch's speed (target >= 1/3): {verdict(ratio >= 1 / 3)}")
+    return same and ratio >= 1 / 3
 
 
 def main(argv=None):
@@ -518,7 +618,8 @@ def main(argv=None):
                "lesson 09 training runs": bench_position(),
                "lesson 10 training": bench_layers(min(args.repeat, 3)),
                "slider steps": bench_sliders(args.repeat),
-               "lesson 11 cached = recomputed, cache bytes": bench_generation(args.repeat)}
+               "lesson 11 cached = recomputed, cache bytes": bench_generation(args.repeat),
+               "lesson 12 NumPy step >= 1/3 of PyTorch's": bench_gpt(args.repeat)}
     if not args.no_notebooks:
         bench_notebooks(args.timeout)
         lessons = None if args.lessons is None else args.lessons.split(",")

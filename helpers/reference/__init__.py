@@ -30,6 +30,7 @@ module          what it holds                                               less
 ``layers``      a residual layer's backward; an update removed or patched   10
 ``inference``   grouped-query attention, sliding windows, the KV cache,     11
                 padding masks
+``gpt``         LayerNorm's and the MLP's backward, the sampling step       12
 ==============  ==========================================================  =======
 
 The input checks they call are in :mod:`helpers.validation`.
@@ -61,6 +62,7 @@ from .inference import (
     sliding_window_attention,
     sliding_window_mask,
 )
+from .gpt import layer_norm_backward, mlp_backward, next_token_probabilities
 from .layers import ablated_stack, patched_stack, residual_attention_backward
 from .multi_head import merge_heads, multi_head_attention, split_heads, split_heads_batched
 from .optimizer import adam_step
@@ -107,4 +109,7 @@ __all__ = [
     "empty_kv_cache",
     "sliding_window_attention",
     "mean_pool_kv_heads",
+    "layer_norm_backward",
+    "mlp_backward",
+    "next_token_probabilities",
 ]

@@ -211,7 +211,7 @@ def task_mask(task, n):
     return reference.causal_mask(n) if TASKS[task][1] else None
 
 
-def measure(params, split, num_heads, scale=True, mask=None, keep=None):
+def accuracy_on(params, split, num_heads, scale=True, mask=None, keep=None):
     """Accuracy (the pointer's largest weight is on the right position) and attention.
 
     Returns
@@ -272,7 +272,7 @@ def ablate(result, layer, at):
     else:
         keep[:] = 0
     mask = task_mask(config["task"], test.tokens.shape[1])
-    return measure(result["params"], test, config["num_heads"], config["scale"], mask,
+    return accuracy_on(result["params"], test, config["num_heads"], config["scale"], mask,
                    keep={layer: keep})[0]
 
 
@@ -349,11 +349,12 @@ def patch(result, layer, at):
 def two_head_example(corpus, score=10.0, sink=13.0):
     """A hand-set one-layer, two-head pointer model that resolves the adjective task.
 
-    A construction by hand: head 0's query of "it" scores every animal ``score`` and each
-    object adjective ``sink``; head 1 scores every object ``score`` and each animal adjective
-    ``sink``. With "tired", head 1 puts its weight on "tired" (a sink) and head 0 on the
-    animal: the mean over heads points at the animal. With "wet", the other way round. The
-    ratio argument holds in each head; the *mean* of two heads escapes it.
+    A construction by hand (heads counted from 1, as the lesson and its head views count them):
+    head 1's query of "it" scores every animal ``score`` and each object adjective ``sink``;
+    head 2 scores every object ``score`` and each animal adjective ``sink``. With "tired",
+    head 2 puts its weight on "tired" (a sink) and head 1 on the animal: the mean over heads
+    points at the animal. With "wet", the other way round. The ratio argument holds in each
+    head; the *mean* of two heads escapes it.
 
     Returns
     -------
@@ -422,7 +423,7 @@ def train(task, *, num_layers=1, num_heads=1, d_model=32, scale=True, steps=None
     params = init_params(len(data.vocab), n, d_model, num_layers, rng, dtype)
     losses = l08_training.fit(params, lambda p, batch: loss_and_grads(p, batch, num_heads, scale, mask),
                               lambda: l08_training.sample_batch(data.train, rng), steps, d_model)
-    accuracy, attention = measure(params, data.test, num_heads, scale, mask)
+    accuracy, attention = accuracy_on(params, data.test, num_heads, scale, mask)
     config = l08_training.make_config(task, seed=seed, steps=steps, d_model=d_model, num_heads=num_heads,
                                       scale=scale, dtype=dtype, num_layers=num_layers, readout="pointer")
     return {"loss": losses, "accuracy": accuracy, "attention_to_targets": attention,
@@ -436,7 +437,7 @@ def evaluate(result, params=None):
     config, test = result["config"], result["corpus"].test
     params = result["params"] if params is None else params
     mask = task_mask(config["task"], test.tokens.shape[1])
-    return measure(params, test, config["num_heads"], config["scale"], mask)[0]
+    return accuracy_on(params, test, config["num_heads"], config["scale"], mask)[0]
 
 
 # ------------------------------------------------- lesson 08's model on lesson 10's corpus
@@ -458,7 +459,7 @@ def train_word_readout(task="adjective", *, steps=1000, seed=0, d_model=32):
     params = l08.init_params(len(data.vocab), d_model, 1, rng)
     losses = l08_training.fit(params, lambda p, batch: l08.loss_and_grads(p, batch, 1),
                               lambda: l08_training.sample_batch(data.train, rng), steps, d_model)
-    accuracy, _ = l08.measure(params, data.test, 1)
+    accuracy, _ = l08.accuracy_on(params, data.test, 1)
     _, _, weights = l08.forward(params, data.test.tokens, 1)
     config = l08_training.make_config(task, seed=seed, steps=steps, d_model=d_model, num_heads=1,
                                       scale=True, dtype="float64")

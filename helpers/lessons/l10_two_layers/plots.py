@@ -3,8 +3,12 @@
 import matplotlib.pyplot as plt
 import numpy as np
 
-from ...plots import GREEN, LINES, heatmap
+from ...plots import BLACK, GREEN, LINES, ORANGE, PURPLE, SKY_BLUE, heatmap
 from ..l08_training.plots import loss_curves
+
+#: One colour per seed in the induction figures, none of them a colour that means "it", its
+#: noun or the other noun in :func:`weights_by_seed` (LINES' first three).
+SEEDS = [BLACK, ORANGE, SKY_BLUE, PURPLE, "#8C8C8C"]
 
 __all__ = ["by_position", "circuit_matrices", "induction_losses", "induction_maps", "loss_curves",
            "weights_by_seed"]
@@ -114,7 +118,7 @@ def induction_losses(runs_by_depth, *, window=50, title="", chance=None):
     from ..l08_training.plots import smooth
     _, ax = plt.subplots(figsize=(9, 4.2))
     for (label, runs), style in zip(runs_by_depth.items(), ("-", "--", ":")):
-        for run, color in zip(runs, LINES):
+        for run, color in zip(runs, SEEDS):
             steps, averages = smooth(run["loss"], window)
             ax.plot(steps, averages, style, color=color, linewidth=1.6,
                     label=f"{label}, seed {run['config']['seed']}")
@@ -139,7 +143,7 @@ def by_position(found, *, seeds=None, title=""):
     seeds = list(range(len(previous))) if seeds is None else list(seeds)
     positions = np.arange(previous.shape[1])
     fig, (left, right) = plt.subplots(1, 2, figsize=(11, 4))
-    for row, seed, color in zip(range(len(previous)), seeds, LINES):
+    for row, seed, color in zip(range(len(previous)), seeds, SEEDS):
         left.plot(positions, previous[row], "o-", color=color, markersize=3, label=f"seed {seed}")
         right.plot(positions, accuracy[row], "o-", color=color, markersize=3, label=f"seed {seed}")
     left.set_title("layer 1: weight of position i on i - 1")
@@ -148,11 +152,14 @@ def by_position(found, *, seeds=None, title=""):
     left.set_ylim(0, 1)
     left.legend(fontsize=8)
     right.set_title("accuracy where the answer sits at position j")
-    right.set_xlabel("position j of the answer (determined places)")
+    right.set_xlabel("position j of the answer (determined places; their number above each bar)")
     right.set_ylabel("held-out accuracy")
     right.set_ylim(0, 1.05)
     share = right.twinx()
-    share.bar(positions, answers / answers.sum(), color="0.8", width=0.6, zorder=0)
+    share.bar(positions, answers / answers.sum(), color="0.85", width=0.6, zorder=0)
+    for j in np.flatnonzero(answers):                               # how many places each point is
+        share.annotate(f"{answers[j]}", (j, answers[j] / answers.sum()), ha="center", va="bottom",
+                       fontsize=7, color="0.35")
     share.set_ylabel("share of the answers at j (grey bars)")
     right.set_zorder(share.get_zorder() + 1)
     right.patch.set_visible(False)

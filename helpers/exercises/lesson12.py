@@ -1,0 +1,327 @@
+"""Lesson 12 exercises: ``layer_norm_backward``, ``mlp_backward`` and ``next_token_probabilities``.
+
+How the cases tell the mistakes apart:
+
+- ``layer_norm_backward``'s first case is ``x (3, 5)`` with rows of different means and spreads,
+  a ``gamma`` far from 1 and a random ``d_out``: leaving out the mean's path, the variance's
+  path, both, or ``gamma`` in ``dx``, Bessel's correction (dividing by d - 1), ``x`` in place of
+  ``x_hat`` in ``dgamma`` all give different numbers there. A case ``(2, 3, 4)`` follows, where
+  ``dgamma`` and ``dbeta`` summed over the first axis only (or not at all) have the wrong shape,
+  and a case with a row of tiny spread and ``eps=1e-2``, where leaving ``eps`` out shows;
+- ``mlp_backward``'s first case is ``x (2, 3, 4)``, ``d_ff = 6`` (a batch of sequences, so a bias
+  gradient summed over one axis only has the wrong shape) with pre-activations on both sides of
+  0: GELU's derivative without the product rule, without the cubic's ``3 * 0.044715 x^2``, the
+  erf form's derivative, ReLU's, the derivative taken at ``gelu(h)``, and ``h`` in place of
+  ``gelu(h)`` in ``dW_2`` all differ;
+- ``next_token_probabilities``'s first case has 6 logits with a tie at the 2nd and 3rd place,
+  ``temperature=0.5``, ``top_k=2``: the temperature multiplied in, applied after the softmax
+  (it then changes nothing) or ignored, a top-k that keeps every tie (3 tokens) or the k
+  smallest, the kept probabilities not renormalised, all differ; cases without top-k, with
+  ``top_k=None`` among them, large logits at a low temperature (overflow) and a batch of rows
+  follow.
+
+Each mistake's simulator, with nothing switched on, is the reference (a test says so).
+"""
+
+import math
+
+import numpy as np
+
+from .. import reference
+from ..checking import Case, Exercise, Mistake
+from ._cases import sizer
+
+LESSON = "12_gpt"
+C = math.sqrt(2 / math.pi)
+
+
+# ------------------------------------------------------------ layer_norm_backward
+def _ln_case(rng, shape, label, eps=None, tiny_row=False):
+    x = rng.standard_normal(shape) * rng.uniform(0.5, 3.0, size=shape[:-1] + (1,)) \
+        + rng.uniform(-2, 2, size=shape[:-1] + (1,))
+    if tiny_row:
+        x.reshape(-1, shape[-1])[0] = 1.0 + 0.01 * rng.standard_normal(shape[-1])
+    gamma = rng.uniform(0.5, 2.0, size=shape[-1]) * rng.choice([-1, 1], size=shape[-1])
+    d_out = rng.standard_normal(shape)
+    kwargs = {} if eps is None else {"eps": eps}
+    return Case((d_out, x, gamma), kwargs, f"{label}: x {shape}" + ("" if eps is None else f", eps={eps}"))
+
+
+def ln_cases(rng, hidden):
+    shapes = [((3, 5), "rows of different means and spreads", None, False),
+              ((2, 3, 4), "a batch of sequences", None, False),
+              ((6,), "one row", None, False),
+              ((2, 4), "a row of tiny spread", 1e-2, True)]
+    if hidden:
+        size = sizer(rng)
+        shapes = [((size(3, 6), size(5, 9)), "rows of different means and spreads", None, False),
+                  ((size(2, 3), size(3, 5), size(4, 8)), "a batch of sequences", None, False),
+                  ((size(6, 10),), "one row", None, False),
+                  ((size(2, 4), size(4, 7)), "a row of tiny spread", 1e-2, True)]
+    return [_ln_case(rng, *shape) for shape in shapes]
+
+
+def _ln_backward(d_out, x, gamma, eps=1e-5, *, ddof=0, mean_path=True, var_path=True, use_gamma=True,
+                 use_eps=True, dgamma_of="xhat", sum_axes="all"):
+    """LayerNorm's backward with one thing done wrong; nothing switched on: the reference."""
+    d = x.shape[-1]
+    mean = x.mean(axis=-1, keepdims=True)
+    var = ((x - mean) ** 2).sum(axis=-1, keepdims=True) / (d - ddof)
+    std = np.sqrt(var + (eps if use_eps else 0.0))
+    xhat = (x - mean) / std
+    g = d_out * gamma if use_gamma else d_out
+    dx = g.copy()
+    if mean_path:
+        dx = dx - g.mean(axis=-1, keepdims=True)
+    if var_path:
+        dx = dx - xhat * (g * xhat).sum(axis=-1, keepdims=True) / (d - ddof)
+    dx = dx / std
+    per_row = d_out * (xhat if dgamma_of == "xhat" else x)
+    axes = {"all": tuple(range(x.ndim - 1)), "first": (0,), "none": ()}[sum_axes]
+    return dx, per_row.sum(axis=axes), d_out.sum(axis=axes)
+
+
+LN_MISTAKES = [
+    Mistake("dx leaves out the path through the mean: every x[j] moves the mean, and the mean "
+            "moves every x_hat[i] of the row. Subtract the row mean of gamma * d_out.",
+            lambda *a, **k: _ln_backward(*a, **k, mean_path=False)),
+    Mistake("dx leaves out the path through the variance: every x[j] moves the variance, which "
+            "scales every x_hat[i] of the row. Subtract x_hat times the row mean of "
+            "(gamma * d_out * x_hat).",
+            lambda *a, **k: _ln_backward(*a, **k, var_path=False)),
+    Mistake("dx is gamma * d_out / std, as if the mean and the variance were constants: both "
+            "depend on every entry of the row, so dx has two more terms (lesson 07's softmax "
+            "backward had the same shape of answer).",
+            lambda *a, **k: _ln_backward(*a, **k, mean_path=False, var_path=False)),
+    Mistake("dx is d_out / std without gamma, and without the mean's and variance's paths: "
+            "y = gamma * x_hat + beta, so x_hat's gradient is gamma * d_out, and x_hat depends "
+            "on the whole row.",
+            lambda *a, **k: _ln_backward(*a, **k, mean_path=False, var_path=False, use_gamma=False)),
+    Mistake("gamma is missing from dx: y = gamma * x_hat + beta, so the gradient reaching x_hat "
+            "is gamma * d_out, not d_out.",
+            lambda *a, **k: _ln_backward(*a, **k, use_gamma=False)),
+    Mistake("the variance uses Bessel's correction (divided by d - 1, as np.var(ddof=1) or "
+            "torch.var by default): LayerNorm's variance is the plain mean of the squares, "
+            "divided by d.",
+            lambda *a, **k: _ln_backward(*a, **k, ddof=1)),
+    Mistake("eps was left out: the standard deviation is sqrt(var + eps), which matters for a "
+            "row whose spread is tiny (this case has one, with eps=1e-2).",
+            lambda *a, **k: _ln_backward(*a, **k, use_eps=False)),
+    Mistake("dgamma is the sum of d_out * x: gamma multiplies x_hat, the normalised x, so "
+            "dgamma is the sum of d_out * x_hat.",
+            lambda *a, **k: _ln_backward(*a, **k, dgamma_of="x")),
+    Mistake("dgamma and dbeta are summed over the first axis only: gamma and beta are used at "
+            "every position of every sequence, so sum over EVERY leading axis (shape (d,)).",
+            lambda *a, **k: _ln_backward(*a, **k, sum_axes="first")),
+    Mistake("dgamma and dbeta were not summed: one gamma and one beta serve every row, so their "
+            "gradients are the per-row terms summed over every leading axis, shape (d,).",
+            lambda *a, **k: _ln_backward(*a, **k, sum_axes="none")),
+]
+
+
+# ------------------------------------------------------------ mlp_backward
+def _mlp_case(rng, lead, d, d_ff, label):
+    x = rng.standard_normal(lead + (d,))
+    W_1, b_1 = rng.standard_normal((d, d_ff)) / math.sqrt(d) * 1.5, 0.5 * rng.standard_normal(d_ff)
+    W_2, b_2 = rng.standard_normal((d_ff, d)) / math.sqrt(d_ff), rng.standard_normal(d)
+    d_out = rng.standard_normal(lead + (d,))
+    return Case((d_out, x, W_1, b_1, W_2, b_2), {},
+                f"{label}: x {lead + (d,)}, W_1 ({d}, {d_ff}), W_2 ({d_ff}, {d})")
+
+
+def mlp_cases(rng, hidden):
+    shapes = [((2, 3), 4, 6, "a batch of sequences"), ((5,), 3, 8, "one sequence"),
+              ((1,), 2, 4, "one token")]
+    if hidden:
+        size = sizer(rng)
+        shapes = [((size(2, 3), size(3, 5)), size(3, 6), size(6, 10), "a batch of sequences"),
+                  ((size(5, 8),), size(2, 4), size(8, 12), "one sequence"),
+                  ((1,), size(2, 4), size(4, 6), "one token")]
+    return [_mlp_case(rng, *shape) for shape in shapes]
+
+
+def _gelu(h):
+    return 0.5 * h * (1 + np.tanh(C * (h + 0.044715 * h ** 3)))
+
+
+def _gelu_erf_derivative(h):
+    from math import erf
+    cdf = 0.5 * (1 + np.vectorize(erf)(h / math.sqrt(2)))
+    return cdf + h * np.exp(-h * h / 2) / math.sqrt(2 * math.pi)
+
+
+def _mlp_backward(d_out, x, W_1, b_1, W_2, b_2, *, derivative="tanh", at="h", dW_2_of="gelu",
+                  bias_axes="all"):
+    """The MLP's backward with one thing done wrong; nothing switched on: the reference."""
+    h = x @ W_1 + b_1
+    z = _gelu(h) if at == "gelu(h)" else h
+    t = np.tanh(C * (z + 0.044715 * z ** 3))
+    gd = {"tanh": 0.5 * (1 + t) + 0.5 * z * (1 - t * t) * C * (1 + 3 * 0.044715 * z * z),
+          "no product rule": 0.5 * (1 + t),
+          "no cubic": 0.5 * (1 + t) + 0.5 * z * (1 - t * t) * C,
+          "erf": _gelu_erf_derivative(z) if derivative == "erf" else None,
+          "relu": (z > 0).astype(float)}[derivative]
+    dh = (d_out @ W_2.T) * gd
+    d, d_ff = W_1.shape
+    axes = {"all": tuple(range(x.ndim - 1)), "first": (0,)}[bias_axes]
+    act = _gelu(h) if dW_2_of == "gelu" else h
+    return {"x": dh @ W_1.T, "W_1": x.reshape(-1, d).T @ dh.reshape(-1, d_ff), "b_1": dh.sum(axis=axes),
+            "W_2": act.reshape(-1, d_ff).T @ d_out.reshape(-1, d), "b_2": d_out.sum(axis=axes)}
+
+
+MLP_MISTAKES = [
+    Mistake("GELU's derivative is missing the product rule's second term: gelu(h) = 0.5 h (1 + "
+            "tanh(u(h))) is h times a function of h, so its derivative is 0.5 (1 + tanh(u)) PLUS "
+            "0.5 h (1 - tanh(u)^2) u'(h).",
+            lambda *a: _mlp_backward(*a, derivative="no product rule")),
+    Mistake("GELU's derivative is missing the inner derivative of u(h) = sqrt(2/pi) (h + 0.044715 "
+            "h^3): u'(h) = sqrt(2/pi) (1 + 3 * 0.044715 h^2), not sqrt(2/pi).",
+            lambda *a: _mlp_backward(*a, derivative="no cubic")),
+    Mistake("this is the derivative of GELU's exact (erf) form, Phi(h) + h phi(h): the model uses "
+            "GPT-2's tanh form, whose derivative differs by up to about 1e-3. Differentiate "
+            "0.5 h (1 + tanh(sqrt(2/pi) (h + 0.044715 h^3))).",
+            lambda *a: _mlp_backward(*a, derivative="erf")),
+    Mistake("this is ReLU's derivative (1 where h > 0, else 0): GELU is smooth, and its "
+            "derivative is neither 0 nor 1 near 0 (it is 0.5 at h = 0, and negative for some h < 0).",
+            lambda *a: _mlp_backward(*a, derivative="relu")),
+    Mistake("GELU's derivative was taken at gelu(h), the activation: take it at h = x @ W_1 + b_1, "
+            "the value GELU was applied to.",
+            lambda *a: _mlp_backward(*a, at="gelu(h)")),
+    Mistake("dW_2 used h, the pre-activation: W_2 multiplies gelu(h), so dW_2 = gelu(h).T @ d_out "
+            "(every leading axis flattened into rows).",
+            lambda *a: _mlp_backward(*a, dW_2_of="h")),
+    Mistake("the bias gradients are summed over the first axis only: a bias is added at every "
+            "position of every sequence, so its gradient sums over EVERY leading axis (shape (d_ff,) "
+            "for b_1, (d,) for b_2).",
+            lambda *a: _mlp_backward(*a, bias_axes="first")),
+]
+
+
+# ------------------------------------------------------------ next_token_probabilities
+def _ntp_case(logits, label, temperature=None, top_k="absent"):
+    kwargs = {}
+    if temperature is not None:
+        kwargs["temperature"] = temperature
+    if top_k != "absent":
+        kwargs["top_k"] = top_k
+    logits = np.asarray(logits, dtype=float)
+    return Case((logits,), kwargs, f"{label}: logits {logits.shape}"
+                + "".join(f", {k}={v}" for k, v in kwargs.items()))
+
+
+def ntp_cases(rng, hidden):
+    first = np.array([1.0, 2.5, 2.5, -1.0, 0.5, 3.0])       # a tie at the 2nd and 3rd place
+    cases = [_ntp_case(first, "a tie at the k-th place", 0.5, 2),
+             _ntp_case(rng.standard_normal(7) * 2, "temperature only", 2.0),
+             _ntp_case(rng.standard_normal(5), "top_k=None", 0.7, None),
+             _ntp_case(rng.standard_normal(6), "top-k, temperature 1", top_k=3),
+             _ntp_case([800.0, 790.0, 0.0, -5.0], "large logits, a low temperature", 0.1, 2),
+             _ntp_case(rng.standard_normal((3, 5)), "a batch of rows", 1.3, 2),
+             _ntp_case(rng.standard_normal(4), "top_k larger than the vocabulary", 1.0, 9)]
+    if hidden:
+        size = sizer(rng)
+        V = size(7, 12)
+        tied = rng.standard_normal(V)
+        k = size(2, 4)
+        order = np.argsort(-tied)
+        tied[order[k]] = tied[order[k - 1]]                 # the k-th and (k+1)-th tie
+        cases = [_ntp_case(tied, "a tie at the k-th place", float(rng.choice([0.5, 0.8])), k),
+                 _ntp_case(rng.standard_normal(size(8, 12)) * 2, "temperature only", 1.7),
+                 _ntp_case(rng.standard_normal(size(5, 9)), "top_k=None", 0.6, None),
+                 _ntp_case(rng.standard_normal(size(6, 10)), "top-k, temperature 1", top_k=size(2, 4)),
+                 _ntp_case([900.0, 880.0, 10.0, -3.0, 0.0], "large logits, a low temperature", 0.05, 3),
+                 _ntp_case(rng.standard_normal((size(2, 4), size(5, 8))), "a batch of rows", 0.9, 3),
+                 _ntp_case(rng.standard_normal(5), "top_k larger than the vocabulary", 1.0, 11)]
+    return cases
+
+
+def _softmax(z):
+    z = z - z.max(axis=-1, keepdims=True)
+    e = np.exp(z)
+    return e / e.sum(axis=-1, keepdims=True)
+
+
+def _ntp(logits, temperature=1.0, top_k=None, *, how_t="divide", ties="lower id", renormalise=True,
+         largest=True, stable=True):
+    """The sampling distribution with one thing done wrong; nothing switched on: the reference."""
+    z = {"divide": logits / temperature, "multiply": logits * temperature, "after": logits,
+         "ignore": logits}[how_t]
+    keep = np.ones(z.shape, dtype=bool)
+    if top_k is not None and top_k < z.shape[-1]:
+        key = -z if largest else z
+        order = np.argsort(key, axis=-1, kind="stable")
+        keep = np.zeros(z.shape, dtype=bool)
+        np.put_along_axis(keep, order[..., :top_k], True, axis=-1)
+        if ties == "keep all":
+            kth = np.take_along_axis(z, order[..., top_k - 1:top_k], axis=-1)
+            keep = (z >= kth) if largest else (z <= kth)
+    if stable:
+        p = _softmax(np.where(keep, z, -np.inf)) if renormalise else _softmax(z) * keep
+    else:
+        e = np.exp(np.where(keep, z, -np.inf))
+        p = e / e.sum(axis=-1, keepdims=True)
+    if how_t == "after":
+        p = p / temperature
+        p = p / p.sum(axis=-1, keepdims=True)
+    return p
+
+
+NTP_MISTAKES = [
+    Mistake("the logits were multiplied by the temperature: divide them by it (a temperature "
+            "below 1 must sharpen the distribution, above 1 flatten it).",
+            lambda *a, **k: _ntp(*a, **k, how_t="multiply")),
+    Mistake("the temperature changed nothing: it was left out, or applied to the probabilities "
+            "after the softmax, which renormalising undoes. Divide the LOGITS by it, before the "
+            "softmax.",
+            lambda *a, **k: _ntp(*a, **k, how_t="after")),
+    Mistake("top-k kept every token tied with the k-th largest logit (a threshold such as "
+            "logits >= the k-th value), so more than k tokens keep a probability. Keep exactly k: "
+            "where logits tie, the lower token ids (a stable sort of -logits, e.g. "
+            "np.argsort(-logits, kind='stable')).",
+            lambda *a, **k: _ntp(*a, **k, ties="keep all")),
+    Mistake("top-k kept the k SMALLEST logits: keep the k largest (np.argsort sorts from the "
+            "smallest up).",
+            lambda *a, **k: _ntp(*a, **k, largest=False)),
+    Mistake("the probabilities outside the top k were set to 0 after the softmax but the rest "
+            "were not renormalised, so they do not sum to 1: set the dropped logits to -inf "
+            "BEFORE the softmax (or divide by the kept sum).",
+            lambda *a, **k: _ntp(*a, **k, renormalise=False)),
+    Mistake("large logits at a low temperature overflow (exp of 8000 is inf, inf / inf is NaN): "
+            "subtract each row's largest scaled logit before the exponential, as lesson 03's "
+            "softmax does.",
+            lambda *a, **k: _ntp(*a, **k, stable=False)),
+]
+
+
+EXERCISES = [
+    Exercise(
+        name="layer_norm_backward",
+        lesson=LESSON,
+        reference=reference.layer_norm_backward,
+        make_cases=ln_cases,
+        mistakes=LN_MISTAKES,
+        outputs=("dx", "dgamma", "dbeta"),
+        rtol=1e-6,
+        atol=1e-9,
+    ),
+    Exercise(
+        name="mlp_backward",
+        lesson=LESSON,
+        reference=reference.mlp_backward,
+        make_cases=mlp_cases,
+        mistakes=MLP_MISTAKES,
+        outputs=("gradients",),
+        rtol=1e-6,
+        atol=1e-9,
+    ),
+    Exercise(
+        name="next_token_probabilities",
+        lesson=LESSON,
+        reference=reference.next_token_probabilities,
+        make_cases=ntp_cases,
+        mistakes=NTP_MISTAKES,
+        outputs=("probabilities",),
+        rtol=1e-6,
+        atol=1e-12,
+    ),
+]
