@@ -196,7 +196,8 @@ _AS_LIST = " (not an array: np.asarray(positions) makes one)"
 _NEGATIVE = " (allowed: they turn the other way, which a table of angles indexed by position cannot serve)"
 _LAST_AXIS = " (the pairs are on the last axis, whatever axes come before it)"
 _FAR = (" (positions can be any whole number: a table of angles made for positions 0 to some maximum "
-        "cannot serve them)")
+        "cannot serve them, and angles worked out in float32 are off by far more than rounding there: "
+        "position * speed needs float64)")
 
 
 def _rope_case(rng, shape, positions, label, base=None, note=""):
@@ -253,7 +254,7 @@ _CONVENTION = ("the pairs are (x[i], x[i + d/2]) -- the split-halves convention 
                "model up to a reordering of W_q's and W_k's columns), but this course uses "
                "RoFormer's interleaved pairs (x[2i], x[2i+1]), and so does the check.")
 
-def _rope_from_table(x, positions, base=10000.0, *, rows=2048):
+def _rope_from_table(x, positions, base=10000.0, rows=2048):
     """rope reading its angles from a table made for positions 0 .. rows - 1: a negative
     position p reads row rows + p (NumPy counts negative indices from the end)."""
     p = np.asarray(positions)
@@ -272,7 +273,7 @@ _TABLE_MESSAGE = ("negative positions are allowed (a token before the starting p
                   "its position (positions times the speeds), or build the table for the positions given.")
 
 
-def _rope_halves_float32(x, positions, base=10000.0, *, recipe="float32"):
+def _rope_halves_float32(x, positions, base=10000.0, recipe="float32"):
     """Split-halves RoPE with float32 angle tables, as torch-style code builds them.
 
     ``recipe="float32"``: ``inv_freq = 1 / base**(arange(0, d, 2) / d)``, positions and their
@@ -281,6 +282,8 @@ def _rope_halves_float32(x, positions, base=10000.0, *, recipe="float32"):
     """
     x = np.asarray(x, dtype=float)
     d = x.shape[-1]
+    if d == 2:      # one pair: split halves and interleaved pairs are the same pair, no mistake to show
+        return _rope(x, positions, base)
     if recipe == "float32":
         exponents = np.arange(0, d, 2, dtype=np.float32) / np.float32(d)
         inv_freq = np.float32(1.0) / (np.float32(base) ** exponents)
