@@ -10,8 +10,9 @@ the whole vocabulary::
     loss   = cross-entropy(logits, the right word)
 
 There is no residual connection, no MLP and no layer norm: the pronoun's output is
-*only* its attention blend of the sentence's values, so the model can name the right
-noun only by attending to it. The forward pass is lesson 04's ``multi_head_attention``,
+*only* its attention blend of the sentence's values: the readout names a word from that blend
+(which can hold a little of every word's value, so attending to the right noun is not the only
+way to name it: lesson 10, section 7). The forward pass is lesson 04's ``multi_head_attention``,
 the backward pass lesson 07's ``multi_head_attention_backward`` (:mod:`helpers.reference`),
 split in two so that a training step runs the forward pass once: the forward keeps what
 the backward needs (a cache), the backward starts from it.

@@ -370,8 +370,8 @@ def two_head_example(corpus, score=10.0, sink=13.0):
         tok[vocab.index(word), f] = 1.0
     W_q, W_k = np.zeros((d, d)), np.zeros((d, d))
     W_q[0, 0] = W_q[0, d_head] = np.sqrt(d_head)                 # "it" asks in both heads
-    W_k[1, 0], W_k[4, 0] = score, sink                             # head 0: animals; object adjectives sink
-    W_k[2, d_head], W_k[3, d_head] = score, sink                   # head 1: objects; animal adjectives sink
+    W_k[1, 0], W_k[4, 0] = score, sink                             # head 1: animals; object adjectives sink
+    W_k[2, d_head], W_k[3, d_head] = score, sink                   # head 2: objects; animal adjectives sink
     n = corpus.test.tokens.shape[1]
     return {"tok": tok, "pos": np.zeros((n, d)),
             "layers": [{"W_q": W_q, "W_k": W_k, "W_v": np.eye(d), "W_o": np.eye(d)}]}

@@ -123,7 +123,7 @@ def induction_losses(runs_by_depth, *, window=50, title="", chance=None):
             ax.plot(steps, averages, style, color=color, linewidth=1.6,
                     label=f"{label}, seed {run['config']['seed']}")
     if chance is not None:
-        ax.axhline(chance, color="0.5", linestyle=":", linewidth=1.5, label=f"a uniform guess ({chance:.2f})")
+        ax.axhline(chance, color="0.15", linestyle=":", linewidth=2.2, label=f"a uniform guess ({chance:.2f})")
     ax.set_xlabel("training step")
     ax.set_ylabel(f"next-token loss (mean of {window} steps)")
     ax.set_title(title)
@@ -152,19 +152,18 @@ def by_position(found, *, seeds=None, title=""):
     left.set_ylim(0, 1)
     left.legend(fontsize=8)
     right.set_title("accuracy where the answer sits at position j")
-    right.set_xlabel("position j of the answer (determined places; their number above each bar)")
+    right.set_xlabel("position j of the answer (determined places; how many in brackets)")
     right.set_ylabel("held-out accuracy")
     right.set_ylim(0, 1.05)
     share = right.twinx()
     share.bar(positions, answers / answers.sum(), color="0.85", width=0.6, zorder=0)
-    for j in np.flatnonzero(answers):                               # how many places each point is
-        share.annotate(f"{answers[j]}", (j, answers[j] / answers.sum()), ha="center", va="bottom",
-                       fontsize=7, color="0.35")
+
     share.set_ylabel("share of the answers at j (grey bars)")
     right.set_zorder(share.get_zorder() + 1)
     right.patch.set_visible(False)
-    for ax in (left, right):
-        ax.set_xticks(positions)
+    left.set_xticks(positions)
+    right.set_xticks(positions, labels=[f"{j}\n({answers[j]})" if answers[j] else f"{j}" for j in positions],
+                     fontsize=7)
     fig.suptitle(title)
     fig.tight_layout()
     return fig
