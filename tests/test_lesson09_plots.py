@@ -52,7 +52,8 @@ def test_accuracy_by_band_says_what_each_encoding_never_saw_beyond_the_trained_l
     fig = plots.accuracy_by_band({"sinusoidal": seeds, "rope": seeds}, chance=1 / 16)
     texts = [t.get_text() for t in fig.axes[0].get_legend().get_texts()]
     assert any(t.startswith("sinusoidal") and "position vectors, offsets > 15, > 16 keys" in t for t in texts)
-    assert any(t.startswith("rope") and "offsets > 15, > 16 keys (it has no position vectors)" in t for t in texts)
+    assert any(t.startswith("rope") and "offsets > 15, > 16 keys (it has no position vectors)" in t
+               for t in texts)
 
 
 def test_accuracy_by_shift_draws_no_line_across_shifts_not_measured():

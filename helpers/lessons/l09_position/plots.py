@@ -83,7 +83,10 @@ def turning_pairs(pair, angles, *, title="RoPE turns each pair of coordinates by
 
 
 def _measured_runs(shifts):
-    """``shifts`` (sorted) cut into runs of consecutive whole numbers: ``[0, 1, 2, 4, 8]`` -> ``[[0, 1, 2], [4], [8]]``."""
+    """``shifts`` (sorted) cut into runs of consecutive whole numbers.
+
+    ``[0, 1, 2, 4, 8]`` -> ``[[0, 1, 2], [4], [8]]``.
+    """
     runs = [[shifts[0]]]
     for s in shifts[1:]:
         if s == runs[-1][-1] + 1:
@@ -118,7 +121,8 @@ def accuracy_by_shift(results, *, baseline=None,
                         marker=marker, markersize=3)
             ax.plot(part, [np.median(table[s]) for s in part], color=colour, linewidth=2.2, marker=marker,
                     linestyle=linestyle,
-                    label=None if k else f"{label} (median of {len(runs)} seed{'s' if len(runs) > 1 else ''})")
+                    label=None if k else
+                    f"{label} (median of {len(runs)} seed{'s' if len(runs) > 1 else ''})")
     gaps = [(left, right) for left, right in zip(shifts, shifts[1:]) if right > left + 1]
     for g, (left, right) in enumerate(gaps):
         ax.axvspan(left + 0.5, right - 0.5, color=GREY, alpha=0.12, linewidth=0,
@@ -168,7 +172,8 @@ def accuracy_by_band(results, *, chance, title=""):
         unseen = UNSEEN_BEYOND_TRAINING.get(label.split(" ")[0])
         ax.bar(x, np.median(table, axis=0), width, color=colour, alpha=0.75,
                hatch=hatches.get(label.split(" ")[0], ""), edgecolor="white",
-               label=f"{label} (median of {len(seeds)} seeds)" + (f"\nnever seen past position 15: {unseen}" if unseen else ""))
+               label=f"{label} (median of {len(seeds)} seeds)"
+               + (f"\nnever seen past position 15: {unseen}" if unseen else ""))
         for row in table:
             ax.plot(x, row, linestyle="none", marker="o", markersize=4, color=BLACK)
     ax.plot([], [], linestyle="none", marker="o", markersize=4, color=BLACK, label="one seed")

@@ -42,7 +42,8 @@ def by_shift(by_seed, none):
     lost = [seeds[0] - min(seeds[s] for s in shifts) for seeds in by_seed["rope"]]
     lines.append(f"rope, largest loss against s = 0 over the shifts: {_span(lost, 3)} ({count} seeds)")
     best = [max(seeds[s] for seeds in by_seed["sinusoidal"]) for s in shifts]
-    lines.append("sinusoidal, best seed at each shift: " + "  ".join(f"s={s}: {b:.3f}" for s, b in zip(shifts, best))
+    lines.append("sinusoidal, best seed at each shift: "
+                 + "  ".join(f"s={s}: {b:.3f}" for s, b in zip(shifts, best))
                  + f"   (no position, seed 0: {none:.3f})")
     return "\n".join(lines)
 
@@ -73,7 +74,8 @@ def where_the_weight_goes(inside, accuracy, scaled, inside_sinusoidal):
     """
     widths = [max(len(header), 11) for header, _ in _WEIGHT_COLUMNS]
     lines = [f"rope, ranges over {len(inside)} seeds; seen offsets: 0-15, unseen: above 15",
-             "   positions  " + "  ".join(f"{header:>{w}}" for (header, _), w in zip(_WEIGHT_COLUMNS, widths))]
+             "   positions  "
+             + "  ".join(f"{header:>{w}}" for (header, _), w in zip(_WEIGHT_COLUMNS, widths))]
     for band in inside[0]:
         cells = [_span([seed[band][key] for seed in inside], 3 if key.startswith("per_key") else 2)
                  for _, key in _WEIGHT_COLUMNS]
@@ -85,6 +87,7 @@ def where_the_weight_goes(inside, accuracy, scaled, inside_sinusoidal):
     lines.append(f"rope, positions {last}, each seed: accuracy as measured -> with log-n scaling: "
                  + ", ".join(f"{a[last]['accuracy']:.2f} -> {s[last]:.2f}" for a, s in zip(accuracy, scaled)))
     lines.append("sinusoidal, the right key's share among the seen offsets: "
-                 + ", ".join(f"{band} {_span([seed[band]['target_among_trained'] for seed in inside_sinusoidal])}"
+                 + ", ".join(f"{band} "
+                             f"{_span([seed[band]['target_among_trained'] for seed in inside_sinusoidal])}"
                              for band in inside_sinusoidal[0]))
     return "\n".join(lines)

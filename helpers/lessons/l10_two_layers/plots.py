@@ -123,7 +123,8 @@ def induction_losses(runs_by_depth, *, window=50, title="", chance=None):
             ax.plot(steps, averages, style, color=color, linewidth=1.6,
                     label=f"{label}, seed {run['config']['seed']}")
     if chance is not None:
-        ax.axhline(chance, color="0.15", linestyle=":", linewidth=2.2, label=f"a uniform guess ({chance:.2f})")
+        ax.axhline(chance, color="0.15", linestyle=":", linewidth=2.2,
+                   label=f"a uniform guess ({chance:.2f})")
     ax.set_xlabel("training step")
     ax.set_ylabel(f"next-token loss (mean of {window} steps)")
     ax.set_title(title)
