@@ -168,7 +168,10 @@ def _figure_height(num_heads, n, figsize):
 
 
 def _enlarge_token_labels(ax, tokens):
-    """Set :func:`helpers.plots.head_maps`' token labels in :data:`TOKEN_LABEL_SIZE`, the axis titles clear of them."""
+    """Set :func:`helpers.plots.head_maps`' token labels in :data:`TOKEN_LABEL_SIZE` points.
+
+    The axis titles move out to stay clear of the longer labels.
+    """
     names = set(map(str, tokens))
     labels = [text for text in ax.texts if text.get_text() in names]
     for text in labels:
