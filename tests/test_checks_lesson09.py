@@ -148,6 +148,26 @@ def pe_max_len(n, d_model, base=10000.0):
     return pe_exp_log(50, d_model, base)[:n]
 
 
+def pe_linspace(n, d_model, base=10000.0):
+    """The exponents spread evenly from 0 to 1, so the last hand turns at exactly 1/base."""
+    speed = 1 / base ** np.linspace(0, 1, d_model // 2)
+    angles = np.arange(n)[:, None] * speed
+    PE = np.zeros((n, d_model))
+    PE[:, 0::2], PE[:, 1::2] = np.sin(angles), np.cos(angles)
+    return PE
+
+
+def pe_d_plus_2(n, d_model, base=10000.0):
+    """Hand d_model/2 + 1 taken for the one that would turn at 1/base."""
+    hands = d_model // 2
+    PE = np.zeros((n, d_model))
+    for p in range(n):
+        for i in range(hands):
+            w = base ** (-i / (hands + 1))
+            PE[p, 2 * i], PE[p, 2 * i + 1] = math.sin(p * w), math.cos(p * w)
+    return PE
+
+
 PE_RIGHT = {"loops with math": pe_loops, "exp-log form": pe_exp_log, "stack and reshape": pe_stack,
             "row by row, each turned from the one before": pe_turned_row_by_row,
             "tables kept per call, copied": pe_kept_per_call,
@@ -165,6 +185,8 @@ PE_WRONG = {
     "float32 sines then cosines": (pe_float32_halves, "split halves"),
     "a table kept per size, whatever the base": (pe_kept_by_size, "base is ignored"),
     "a table for 50 positions, sliced": (pe_max_len, "n can be any whole number"),
+    "exponents by np.linspace(0, 1)": (pe_linspace, "the exponents run evenly from 0 to 1"),
+    "2i/(d + 2)": (pe_d_plus_2, "the exponent is 2i/(d_model + 2)"),
 }
 
 
@@ -315,6 +337,19 @@ def rope_second_axis(x, positions, base=10000.0):
     return out
 
 
+def rope_d_from_axis_1(x, positions, base=10000.0):
+    """d read as x.shape[1]: right for (n, d), not once there is a head axis."""
+    d = x.shape[1]
+    theta = np.asarray(positions)[:, None] * base ** (-2 * np.arange(x.shape[-1] // 2) / d)
+    return _turn(x, theta)
+
+
+def rope_d_plus_2(x, positions, base=10000.0):
+    d = x.shape[-1]
+    theta = np.asarray(positions)[:, None] * base ** (-2 * np.arange(d // 2) / (d + 2))
+    return _turn(x, theta)
+
+
 ROPE_RIGHT = {"complex numbers": rope_complex, "rotation matrices in loops": rope_matrices,
               "rotate every two": rope_rotate_half,
               "a table for the positions given": rope_table_for_the_positions_given,
@@ -333,6 +368,8 @@ ROPE_WRONG = {
     "positions[:, None] on a list": (rope_no_asarray, "np.asarray(positions) makes one"),
     "x[:, 0::2] on a head axis": (rope_second_axis, "the pairs are on the last axis"),
     "exponents by np.linspace(0, 1)": (rope_linspace, "the exponents run evenly from 0 to 1"),
+    "d = x.shape[1]": (rope_d_from_axis_1, "d was read from x.shape[1]"),
+    "2i/(d + 2)": (rope_d_plus_2, "the exponent is 2i/(d + 2)"),
 }
 
 
@@ -421,6 +458,21 @@ def rotary_mask_after_softmax(Q, K, V, positions, mask=None):
     return W @ V, W
 
 
+def rotary_k_turned_back(Q, K, V, positions, mask=None):
+    """K turned by -positions, "so that q_p . k_r sees p - r"."""
+    p = np.asarray(positions)
+    return reference.scaled_dot_product_attention(rope_complex(Q, p), rope_complex(K, -p), V, mask)
+
+
+def rotary_scaled_by_d_v(Q, K, V, positions, mask=None):
+    q, k = rope_complex(Q, positions), rope_complex(K, positions)
+    S = q @ np.swapaxes(k, -1, -2) / np.sqrt(V.shape[-1])      # the values' size
+    if mask is not None:
+        S = np.where(mask, S, -np.inf)
+    W = softmax_rows(S)
+    return W @ V, W
+
+
 ROTARY_RIGHT = {"by hand": rotary_by_hand, "composed": rotary_reference_parts,
                 "the lesson's own": reference.rotary_attention}
 ROTARY_WRONG = {
@@ -433,6 +485,8 @@ ROTARY_WRONG = {
     "k . q": (rotary_keys_as_rows, "the scores are k . q"),
     "True = blocked": (rotary_true_blocks, "the mask is read the other way round"),
     "mask after the softmax": (rotary_mask_after_softmax, "the mask was applied after the softmax"),
+    "K turned by -positions": (rotary_k_turned_back, "K was turned by minus its positions"),
+    "scaled by sqrt(d_v)": (rotary_scaled_by_d_v, "divided by sqrt(d_v)"),
 }
 
 
@@ -488,6 +542,10 @@ def backward_halves_float32(d_out, positions, base=10000.0):
     return rope_halves_float32(d_out, -np.asarray(positions), base)
 
 
+def backward_base_inverted(d_out, positions, base=10000.0):
+    return rope_complex(d_out, positions, 1 / base)            # "the inverse rotation": 1/base
+
+
 BACKWARD_RIGHT = {"negated positions": backward_negated, "complex conjugate": backward_conjugate,
                   "transposed matrices": backward_transposed_matrices,
                   "the lesson's own": reference.rope_backward}
@@ -498,6 +556,7 @@ BACKWARD_WRONG = {
     "base not passed on": (backward_base_dropped, "base was not passed on"),
     "-positions of a list": (backward_negates_a_list, "-positions needs one"),
     "split halves with float32 tables": (backward_halves_float32, "split halves"),
+    "base inverted": (backward_base_inverted, "base was inverted"),
 }
 
 

@@ -278,6 +278,8 @@ NOT_AN_EXERCISE = {
     "frequencies": "RoPE's angles, which rope and the encodings share",
     "rope_split_halves": "RoPE's other convention, compared in lesson 09",
     "interleave_order": "the reordering between the two RoPE conventions",
+    "gelu": "GPT-2's activation, which the MLP answer is built from (lesson 12)",
+    "gelu_derivative": "its derivative, which the MLP's backward answer uses (lesson 12)",
 }
 
 

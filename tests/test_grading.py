@@ -788,7 +788,15 @@ def _nb(*sources, lesson=None):
     (_nb("x = 1"), "Copy of 01_qkv_projections (2).ipynb", L01),
     (_nb("x = 1"), "untitled.ipynb", None),
     (_nb("x = 1", lesson="99_not_a_lesson"), "untitled.ipynb", None),
-], ids=["metadata", "defined functions", "file name", "nothing", "unknown metadata"])
+    # lesson 12 imports three of lesson 03's exercise names and checks its own three
+    (_nb("from helpers.reference import softmax, causal_mask, scaled_dot_product_attention",
+         "def layer_norm_backward(d_out, x, gamma, eps=1e-5):\n    pass",
+         'layer_norm_backward = check("layer_norm_backward", layer_norm_backward)',
+         'mlp_backward = check("mlp_backward", mlp_backward)',
+         'next_token_probabilities = check("next_token_probabilities", next_token_probabilities)'),
+     "untitled.ipynb", "12_gpt"),
+], ids=["metadata", "defined functions", "file name", "nothing", "unknown metadata",
+        "its own checks before imported names"])
 def test_recognise_lesson(nb, path, expected):
     assert notebook.recognise_lesson(nb, path) == expected
 

@@ -372,11 +372,26 @@ def test_with_uniform_attention_every_key_weighs_as_much_as_the_right_one():
     assert parts["20-29"]["target_among_trained"] == pytest.approx(1 / 16)   # 16 keys at offsets 0..15
 
 
-def test_rope_two_back_falls_by_dilution_not_by_the_unseen_offsets():
-    # The lesson's section 5, seed 0: per key, unseen offsets weigh about what seen ones do;
-    # among the seen offsets the right key keeps its share; log-n scaling lifts the accuracy.
+def test_with_no_untrained_offset_the_counterfactual_weight_is_the_measured_one():
+    result = l09_position.train_two_back("rope", lengths=(16,))
+    parts = two_back.weight_by_offset(result)
+    assert parts["2-15"]["target_if_untrained_as_trained"] == pytest.approx(parts["2-15"]["target"], rel=1e-9)
+
+
+def test_with_uniform_attention_the_counterfactual_weight_is_one_over_the_keys():
+    result = l09_position.train_two_back("none", lengths=(16,), steps=1)
+    params = {**result["params"], "W_q": np.zeros_like(result["params"]["W_q"])}   # every score 0
+    parts = two_back.weight_by_offset({**result, "params": params}, bands=((2, 4), (29, 30)))
+    assert parts["29-29"]["target_if_untrained_as_trained"] == pytest.approx(1 / 30)   # query 29: 30 keys
+
+
+def test_rope_two_back_falls_mostly_by_dilution():
+    # The lesson's section 5, seed 0: per key, unseen offsets weigh within a factor 2 of seen ones;
+    # had they weighed just as much, the right key would still be far below its trained weight;
+    # among the seen offsets it keeps its share; log-n scaling lifts the accuracy.
     result = l09_position.train_two_back("rope", lengths=(16,))
     far = two_back.weight_by_offset(result)["64-255"]
     assert 0.5 < far["per_key_untrained"] / far["per_key_trained"] < 2
     assert far["target_among_trained"] >= 0.6 and far["target"] <= 0.25
+    assert far["target_if_untrained_as_trained"] <= 0.3
     assert two_back.by_band_scaled(result)["64-255"] > two_back.by_band(result)["64-255"]["accuracy"] + 0.1

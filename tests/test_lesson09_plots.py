@@ -43,8 +43,28 @@ def test_accuracy_by_band_draws_median_bars_a_dot_per_seed_and_chance():
     assert sorted(v for line in dots for v in line.get_ydata()) == [0.2, 0.3, 0.6, 0.8, 0.9, 1.0]
     chance = [line for line in ax.lines if line.get_label().startswith("chance")]
     assert len(chance) == 1 and set(chance[0].get_ydata()) == {1 / 16}
-    assert [t.get_text() for t in ax.get_xticklabels()] == ["2-15\n(trained)", "16-23\n(never trained)"]
+    assert [t.get_text() for t in ax.get_xticklabels()] == ["2-15\n(trained length)", "16-23\n(beyond it)"]
     assert ax.get_title() == "two back" and ax.get_xlabel() and ax.get_ylabel()
+
+
+def test_accuracy_by_band_says_what_each_encoding_never_saw_beyond_the_trained_length():
+    seeds = [{"2-15": {"accuracy": 1.0}, "16-23": {"accuracy": 0.5}}]
+    fig = plots.accuracy_by_band({"sinusoidal": seeds, "rope": seeds}, chance=1 / 16)
+    texts = [t.get_text() for t in fig.axes[0].get_legend().get_texts()]
+    assert any(t.startswith("sinusoidal") and "position vectors, offsets > 15, > 16 keys" in t for t in texts)
+    assert any(t.startswith("rope") and "offsets > 15, > 16 keys (it has no position vectors)" in t for t in texts)
+
+
+def test_accuracy_by_shift_draws_no_line_across_shifts_not_measured():
+    seeds = [{0: 1.0, 1: 0.9, 2: 0.8, 4: 0.6, 8: 0.2}, {0: 0.9, 1: 0.8, 2: 0.7, 4: 0.5, 8: 0.1}]
+    fig = plots.accuracy_by_shift({"rope": seeds})
+    ax = fig.axes[0]
+    drawn = [list(line.get_xdata()) for line in ax.lines if len(line.get_xdata())]
+    assert all(b - a == 1 for x in drawn for a, b in zip(x, x[1:]))       # a line joins neighbours only
+    assert sorted({s for x in drawn for s in x}) == [0, 1, 2, 4, 8]       # every measured shift drawn
+    assert all(line.get_marker() not in (None, "", "None") for line in ax.lines if len(line.get_xdata()))
+    assert [p.get_x() for p in ax.patches] == [2.5, 4.5]                   # the gaps, shaded
+    assert "shifts not measured" in " ".join(t.get_text() for t in ax.get_legend().get_texts())
 
 
 def test_encoding_table_shows_the_table_with_labelled_axes():

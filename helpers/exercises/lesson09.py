@@ -14,9 +14,10 @@ sinusoidal_encoding
     and a float32 one (right, or in split halves) are named by their dtype. Then sizes that
     repeat the first case's: the same n and d_model with another base (a table kept from an
     earlier call by size only shows as "base is ignored"), the same d_model with more rows (a
-    table kept by d_model), and a long table (1010 rows, as the lesson's next cell; hidden:
+    table kept by d_model), and a long table (1010 rows, as the lesson builds to check the rotation; hidden:
     5001 to 6000, beyond the Annotated Transformer's max_len of 5000), where a table
-    precomputed for a maximum length fails.
+    precomputed for a maximum length fails. The exponents spread evenly from 0 to 1
+    (``np.linspace``) and the exponent ``2i/(d_model + 2)`` differ on the first case too.
 rope
     the first case has consecutive positions 0..n-1; the second has positions out of
     order and with gaps (a function that ignores ``positions`` and uses 0..n-1 shows
@@ -28,23 +29,27 @@ rope
     by position reads them from its end: named for the usual table sizes), positions far along
     (10 000 visible, 10 001 to 100 000 hidden: a table for positions 0 .. max_len raises), two
     leading axes ``(B, h, n, d)``, and (hidden) a table longer than any visible one. The exponent
-    ``4i/d`` and cos and sin swapped inside the rotation differ on the first case too; so do
+    ``4i/d``, ``2i/(d + 2)`` and cos and sin swapped inside the rotation differ on the first case too; so do
     split-halves pairs computed with float32 angle tables (torch's default), named by two
     simulations of such tables (a float32 answer is float32-level off the float64 mistake, which
     the comparison would not call the same). A label says what its case needs (a list is not
     an array, negative and far positions are allowed, the pairs are on the last axis), so that
     an error raised by the learner's own code on that case is explained by its label.
+    ``d`` read from ``x.shape[1]`` is right on 2-D cases and shows on the head axis ``(2, 3, 6)``,
+    where its angles are those of ``4i/d``: it is catalogued before that mistake, which it explains.
 rotary_attention
     the first case has positions with gaps, so a function that numbers the rows 0..n-1
     itself differs there (RoPE depends on offsets only, so consecutive positions, however
     far along, cannot show it). ``d_v`` is even in the first cases so a function that
     rotates V too returns a value (wrong) instead of raising; rotating only q, or only k,
-    differs as well. The second case has a causal mask (a function that does not pass the
+    and K turned by minus its positions differ as well, and so do scores divided by
+    ``sqrt(d_v)`` (``d_v != d_k`` there). The second case has a causal mask (a function that does not pass the
     mask on shows there), then positions as a list, two leading axes, a fully masked row,
     negative positions as a tuple, and (hidden) a long sequence.
 rope_backward
     the forward rotation instead of its inverse, ``d_out`` returned unrotated, the
-    split-halves pairs and ``-rope(d_out)`` all differ on the first case; the second has
+    split-halves pairs, ``-rope(d_out)`` and ``rope(d_out, positions, 1/base)`` all differ on the
+    first case; the second has
     ``base=100`` (base not passed on); then positions as a list and as a tuple (``-positions``
     of a list raises), two leading axes and negative positions.
 
@@ -66,7 +71,7 @@ _WHY = {"again": " (n and d_model as in the first case, another base: a table ke
                  "cannot be reused)",
         "more": " (d_model as in the first case, more positions: n can be any whole number, and a table "
                 "kept from an earlier call cannot be reused)",
-        "long": " (a long table, as the cell after the check builds: n can be any whole number)",
+        "long": " (a long table, as the lesson builds to check the rotation: n can be any whole number)",
         "longer": " (longer than any table prepared in advance: n can be any whole number)"}
 
 
@@ -97,6 +102,10 @@ def _table(n, d_model, base=10000.0, *, swap=False, exponent="2i", start=0, halv
     i = np.arange(d_model // 2)[None, :]                        # (1, d/2)
     power = {"i": i, "4i": 4 * i}.get(exponent, 2 * i)          # "j": fixed below
     freq = base ** (power / d_model)
+    if exponent == "linspace":                                  # exponents 0 .. 1, evenly
+        freq = base ** np.linspace(0, 1, d_model // 2)[None, :]
+    elif exponent == "d+2":
+        freq = base ** (2 * i / (d_model + 2))
     angle = p * freq if multiply else p / freq                  # (n, d/2)
     first, second = (np.cos(angle), np.sin(angle)) if swap else (np.sin(angle), np.cos(angle))
     if exponent == "j":                                         # each column its own index j
@@ -123,6 +132,13 @@ SINUSOIDAL_MISTAKES = [
                 "2i = 0, 2, 4, ... was doubled again). Pair i, in columns 2i and 2i + 1, turns "
                 "at 1 / base**(2i/d_model): with the column index j = 2i that is "
                 "1 / base**(j/d_model).", exponent="4i"),
+    _pe_mistake("the exponents run evenly from 0 to 1 (np.linspace(0, 1, d_model/2)), so the last "
+                "hand turns at exactly 1/base: the hand that would is the one a place past the last "
+                "(hand d_model/2, which does not exist). Pair i's exponent is 2i/d_model, the last "
+                "pair's (d_model - 2)/d_model, a little less than 1.", exponent="linspace"),
+    _pe_mistake("the exponent is 2i/(d_model + 2): that is the speed if hand d_model/2 + 1 turned at "
+                "1/base. It is hand d_model/2, one place past the last (hand d_model/2 - 1), so pair "
+                "i's exponent is 2i/d_model.", exponent="d+2"),
     _pe_mistake("the cos columns use the exponent (2i + 1)/d_model: both columns of pair i "
                 "share one angle, p / base**(2i/d_model) (the column index of the sine).",
                 exponent="j"),
@@ -153,22 +169,24 @@ SINUSOIDAL_MISTAKES = [
 
 # ------------------------------------------------------------------ rope
 def _rope(x, positions, base=10000.0, *, sign=1, halves=False, exponent="2i", offset=0,
-          ignore_positions=False, sequential=False, ignore_base=False, swap_cos_sin=False):
-    """rope with switchable mistakes (all defaults: the right answer)."""
+          ignore_positions=False, sequential=False, ignore_base=False, swap_cos_sin=False, d_axis=-1):
+    """rope with switchable mistakes (all defaults: the right answer). ``d_axis``: the axis whose
+    size is taken for d in the exponent (the pairs are always on the last axis)."""
     x = np.asarray(x, dtype=float)
-    n, d = x.shape[-2:]
+    n, d = x.shape[-2], x.shape[d_axis]
     base = 10000.0 if ignore_base else base
     p = np.arange(n) if ignore_positions else np.asarray(positions)
-    i = np.arange(d // 2)
+    i = np.arange(x.shape[-1] // 2)
     if exponent == "linspace":                                          # exponents 0 .. 1, evenly
-        angle = sign * (p[:, None] + offset) * base ** (-np.linspace(0, 1, d // 2))
+        angle = sign * (p[:, None] + offset) * base ** (-np.linspace(0, 1, x.shape[-1] // 2))
     else:
-        power = {"2i": 2 * i, "i": i, "4i": 4 * i}[exponent]
-        angle = sign * (p[:, None] + offset) * base ** (-power / d)     # (n, d/2)
+        power, over = {"2i": (2 * i, d), "i": (i, d), "4i": (4 * i, d), "d+2": (2 * i, d + 2)}[exponent]
+        angle = sign * (p[:, None] + offset) * base ** (-power / over)  # (n, d/2)
     cos, sin = np.cos(angle), np.sin(angle)
     if swap_cos_sin:
         cos, sin = sin, cos
-    cols_a, cols_b = (i, i + d // 2) if halves else (2 * i, 2 * i + 1)
+    half = x.shape[-1] // 2
+    cols_a, cols_b = (i, i + half) if halves else (2 * i, 2 * i + 1)
     a, b = x[..., cols_a], x[..., cols_b]
     new_a = a * cos - b * sin
     new_b = (new_a if sequential else a) * sin + b * cos
@@ -304,6 +322,12 @@ ROPE_MISTAKES = [
     _rope_mistake(_CONVENTION, halves=True),
     _rope_mistake("the exponent is i/d with i the pair's index: it is 2i/d. Pair i turns by "
                   "position * base**(-2i/d).", exponent="i"),
+    _rope_mistake("d was read from x.shape[1]: once x has a leading axis (heads, sentences), that is "
+                  "the number of rows n (or of heads), not d. d is the size of the last axis, "
+                  "x.shape[-1], where the pairs are.", d_axis=1),
+    _rope_mistake("the exponent is 2i/(d + 2): that is the speed if pair d/2 + 1 turned at 1/base. It "
+                  "is pair d/2, one place past the last (pair d/2 - 1), so pair i turns by "
+                  "position * base**(-2i/d).", exponent="d+2"),
     _rope_mistake("the exponent is 4i/d: the factor 2 is there twice (the column index 2i = 0, 2, "
                   "4, ... was doubled again). Pair i, in columns 2i and 2i + 1, turns by "
                   "position * base**(-2i/d).", exponent="4i"),
@@ -389,21 +413,24 @@ def make_rotary_attention_cases(rng, hidden):
 
 
 def _rotary(Q, K, V, positions, mask=None, *, rotate=("q", "k"), own_positions=False, use_mask=True,
-            scores="scaled"):
+            scores="scaled", k_sign=1):
     """rotary_attention with switchable mistakes. ``scores``: "scaled" (right), "unscaled" (no
     1/sqrt(d)), "k.q" (keys as rows), "inverted" (the mask read as True = blocked; a fully
     blocked row as zeros or, as a hand-written softmax gives it, "inverted-nan"), "after" (the
-    mask applied to the weights after the softmax)."""
+    mask applied to the weights after the softmax), "d_v" (divided by sqrt(d_v)). ``k_sign=-1``: K
+    turned by minus its positions."""
     if own_positions:                                   # rows numbered 0..n-1, whatever was given
         positions = np.arange(np.shape(Q)[-2])
     Q = reference.rope(Q, positions) if "q" in rotate else Q
-    K = reference.rope(K, positions) if "k" in rotate else K
+    K = reference.rope(K, k_sign * np.asarray(positions)) if "k" in rotate else K
     V = reference.rope(V, positions) if "v" in rotate else V
     mask = mask if use_mask else None
     if scores == "scaled":
         return reference.scaled_dot_product_attention(Q, K, V, mask)
     if scores == "unscaled":
         return reference.scaled_dot_product_attention(Q * np.sqrt(Q.shape[-1]), K, V, mask)
+    if scores == "d_v":
+        return reference.scaled_dot_product_attention(Q * np.sqrt(Q.shape[-1] / V.shape[-1]), K, V, mask)
     S = (K @ np.swapaxes(Q, -1, -2) if scores == "k.q" else Q @ np.swapaxes(K, -1, -2)) / np.sqrt(Q.shape[-1])
     if mask is not None and scores.startswith("inverted"):
         S = np.where(mask, -np.inf, S)
@@ -436,6 +463,10 @@ ROTARY_ATTENTION_MISTAKES = [
     _rotary_mistake("the scores were not divided by sqrt(d), d the size of each query and key: attention "
                     "scales them, as lesson 03's does (q . k / sqrt(d), or call "
                     "scaled_dot_product_attention, which does it).", scores="unscaled"),
+    _rotary_mistake("K was turned by minus its positions: then q_p . k_r depends on p + r, not on the "
+                    "offset p - r. Turn Q and K the same way, each row by its own position.", k_sign=-1),
+    _rotary_mistake("the scores were divided by sqrt(d_v), the size of the values: the scale is sqrt(d) "
+                    "with d the size of each query and key (Q.shape[-1]), as in lesson 03.", scores="d_v"),
     _rotary_mistake("the scores are k . q with the keys as rows (K @ Q.T): row i of the scores must be "
                     "query i's, Q @ K.T (swap the last two axes of K), so that each row's softmax is "
                     "over the keys.", scores="k.q"),
@@ -499,6 +530,11 @@ ROPE_BACKWARD_MISTAKES = [
     Mistake("the whole gradient has the wrong sign: -rope(d_out) is not a rotation back. "
             "Turn each pair by the opposite angle.",
             lambda d_out, positions, base=10000.0: -reference.rope(d_out, positions, base)),
+    Mistake("base was inverted (1/base): pair i then turns at base**(+2i/d) per position, faster instead "
+            "of slower, and in the same direction as the forward pass (pair 0, at speed 1, is not turned "
+            "back at all). The rotation back keeps the speeds and turns by the opposite angle: negate "
+            "the positions.",
+            lambda d_out, positions, base=10000.0: _rope(d_out, positions, 1.0 / base)),
     Mistake("base was not passed on: the rotation back uses 10000 whatever base it is given. "
             "Hand base to the rotation you call.",
             lambda d_out, positions, base=10000.0: _rope(d_out, positions, sign=-1)),

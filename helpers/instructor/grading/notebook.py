@@ -174,20 +174,23 @@ def recognise_lesson(nb, path=None):
     """The lesson a notebook belongs to, or None.
 
     In order: the metadata ``course.lesson`` stamped into every student (and
-    solution) notebook; the lesson whose exercise functions the code cells bind
-    most of; a lesson name in the file name.
+    solution) notebook; the lesson whose exercises the code cells pass to
+    ``check("name", ...)`` most often, then (on a tie) whose exercise functions they
+    bind most of (a later lesson imports earlier lessons' functions: its own checks
+    decide); a lesson name in the file name.
     """
     known = lessons()
     stamped = nb.get("metadata", {}).get("course") or {}
     if isinstance(stamped, dict) and stamped.get("lesson") in known:
         return stamped["lesson"]
-    bound = set()
+    bound, checked = set(), set()
     for cell in nb.get("cells", []):
         if cell.get("cell_type") == "code":
             bound.update(bound_names(cell.get("source", ""))[0])
-    best, best_count = None, 0
+            checked.update(checked_names(cell.get("source", "")))
+    best, best_count = None, (0, 0)
     for lesson, names in known.items():
-        count = len(bound & set(names))
+        count = (len(checked & set(names)), len(bound & set(names)))
         if count > best_count:
             best, best_count = lesson, count
     if best:

@@ -82,34 +82,54 @@ def turning_pairs(pair, angles, *, title="RoPE turns each pair of coordinates by
     return fig
 
 
+def _measured_runs(shifts):
+    """``shifts`` (sorted) cut into runs of consecutive whole numbers: ``[0, 1, 2, 4, 8]`` -> ``[[0, 1, 2], [4], [8]]``."""
+    runs = [[shifts[0]]]
+    for s in shifts[1:]:
+        if s == runs[-1][-1] + 1:
+            runs[-1].append(s)
+        else:
+            runs.append([s])
+    return runs
+
+
 def accuracy_by_shift(results, *, baseline=None,
-                      title="Held-out accuracy when every sentence moves right by k words"):
+                      title="Held-out accuracy when every sentence moves right by s words"):
     """Accuracy against the shift, one line per way of encoding position.
+
+    A line joins two shifts only when no shift between them was left out: across shifts
+    that were not measured there are markers only, and the gap is shaded.
 
     Parameters
     ----------
     results : dict of label -> list of dicts (one per seed) shift -> accuracy
         Each seed is drawn faint; the median over seeds bold, with markers.
     baseline : (label, accuracy), optional
-        A model whose accuracy does not depend on the shift, drawn as a dashed line.
+        A model whose accuracy does not depend on the shift (by construction), drawn as a flat line.
     """
     fig, ax = plt.subplots(figsize=(10, 4))
     for j, (label, runs) in enumerate(results.items()):
         colour, marker, linestyle = _style(label, j)
         shifts = sorted(runs[0])
-        table = np.array([[run[k] for k in shifts] for run in runs])     # (seeds, shifts)
-        for row in table:
-            ax.plot(shifts, row, color=colour, alpha=0.3, linewidth=1)
-        ax.plot(shifts, np.median(table, axis=0), color=colour, linewidth=2.2, marker=marker,
-                linestyle=linestyle,
-                label=f"{label} (median of {len(runs)} seed{'s' if len(runs) > 1 else ''})")
+        table = {s: np.array([run[s] for run in runs]) for s in shifts}     # shift -> (seeds,)
+        for k, part in enumerate(_measured_runs(shifts)):
+            for seed in range(len(runs)):
+                ax.plot(part, [table[s][seed] for s in part], color=colour, alpha=0.3, linewidth=1,
+                        marker=marker, markersize=3)
+            ax.plot(part, [np.median(table[s]) for s in part], color=colour, linewidth=2.2, marker=marker,
+                    linestyle=linestyle,
+                    label=None if k else f"{label} (median of {len(runs)} seed{'s' if len(runs) > 1 else ''})")
+    gaps = [(left, right) for left, right in zip(shifts, shifts[1:]) if right > left + 1]
+    for g, (left, right) in enumerate(gaps):
+        ax.axvspan(left + 0.5, right - 0.5, color=GREY, alpha=0.12, linewidth=0,
+                   label=None if g else "shifts not measured (no line across)")
     if baseline is not None:
         ax.axhline(baseline[1], color=STYLE["none"][0], linestyle=STYLE["none"][2], linewidth=1.4,
                    label=baseline[0])
     ax.plot([], [], color=GREY, alpha=0.6, linewidth=1, label="faint lines: one seed each")
     ax.set_xticks(shifts)
     ax.set_ylim(-0.03, 1.03)
-    return _finish(fig, ax, "shift k (filler words before the sentence)",
+    return _finish(fig, ax, "shift s (filler words moved before the sentence)",
                    "held-out accuracy (both answers right)", title)
 
 
@@ -121,6 +141,11 @@ def _finish(fig, ax, xlabel, ylabel, title):
     ax.legend(fontsize=9, loc="upper left", bbox_to_anchor=(1.01, 1))
     fig.tight_layout()
     return fig
+
+
+#: What a band beyond the trained length holds that training never did, by way of encoding position.
+UNSEEN_BEYOND_TRAINING = {"sinusoidal": "position vectors, offsets > 15, > 16 keys",
+                          "rope": "offsets > 15, > 16 keys (it has no position vectors)"}
 
 
 def accuracy_by_band(results, *, chance, title=""):
@@ -140,15 +165,16 @@ def accuracy_by_band(results, *, chance, title=""):
         colour = _style(label, j)[0]
         x = np.arange(len(bands)) + (j - (len(results) - 1) / 2) * width
         table = np.array([[seed[band]["accuracy"] for band in bands] for seed in seeds])   # (seeds, bands)
+        unseen = UNSEEN_BEYOND_TRAINING.get(label.split(" ")[0])
         ax.bar(x, np.median(table, axis=0), width, color=colour, alpha=0.75,
                hatch=hatches.get(label.split(" ")[0], ""), edgecolor="white",
-               label=f"{label} (median of {len(seeds)} seeds)")
+               label=f"{label} (median of {len(seeds)} seeds)" + (f"\nnever seen past position 15: {unseen}" if unseen else ""))
         for row in table:
             ax.plot(x, row, linestyle="none", marker="o", markersize=4, color=BLACK)
     ax.plot([], [], linestyle="none", marker="o", markersize=4, color=BLACK, label="one seed")
     ax.axhline(chance, color=GREY, linestyle=":", linewidth=1.5, label=f"chance ({chance:.3g})")
     ax.set_xticks(range(len(bands)),
-                  labels=[f"{band}" + ("\n(trained)" if i == 0 else "\n(never trained)")
+                  labels=[f"{band}" + ("\n(trained length)" if i == 0 else "\n(beyond it)")
                           for i, band in enumerate(bands)])
     ax.set_ylim(0, 1.05)
     return _finish(fig, ax, "positions scored", "accuracy (token two back)", title)

@@ -210,7 +210,10 @@ def weight_by_offset(result, bands=BANDS, seed=1):
         on the other keys at trained offsets, on the keys at untrained offsets (the three sum to 1);
         ``"per_key_trained"``, ``"per_key_untrained"``: the mean weight of one such key
         relative to the right key's, ``exp(s - s_target)``;
-        ``"target_among_trained"``: the right key's weight renormalised over the trained offsets.
+        ``"target_among_trained"``: the right key's weight renormalised over the trained offsets;
+        ``"target_if_untrained_as_trained"``: the right key's weight had each key at an untrained
+        offset weighed, relative to the right key, what the same query's keys at trained offsets
+        weigh on average (equal to ``"target"`` where there is no untrained offset).
     (Mean over heads, sequences and the band's queries.)
     """
     config, params = result["config"], result["params"]
@@ -240,8 +243,14 @@ def weight_by_offset(result, bands=BANDS, seed=1):
         w_target, w_trained, w_untrained = mean_per_query(sel(target)), mean_per_query(sel(trained)), \
             mean_per_query(sel(untrained))
         among = (weights * sel(target)).sum(-1)[..., q] / (weights * sel(target | trained)).sum(-1)[..., q]
+        # The right key's weight is 1 / (1 + sum of exp(s - s_target) over the other keys). Had each
+        # unseen key weighed what the same query's seen keys weigh on average, it would be:
+        seen_sum = np.where(sel(trained), relative, 0.0).sum(-1)[..., q]     # (B, h, queries)
+        n_seen, n_unseen = sel(trained).sum(-1)[q], sel(untrained).sum(-1)[q]
+        as_seen = 1.0 / (1.0 + seen_sum + n_unseen * seen_sum / n_seen)
         out[f"{first}-{end - 1}"] = {
             "target": w_target, "other_trained": w_trained, "untrained": w_untrained,
             "per_key_trained": per_key(trained), "per_key_untrained": per_key(untrained),
-            "target_among_trained": float(among.mean())}
+            "target_among_trained": float(among.mean()),
+            "target_if_untrained_as_trained": float(as_seen.mean())}
     return out

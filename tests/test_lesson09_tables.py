@@ -1,0 +1,43 @@
+"""Lesson 09's printed tables (helpers/lessons/l09_position/tables.py): small inputs written here,
+expected figures worked out by hand."""
+
+import numpy as np
+
+from helpers.lessons.l09_position import tables
+
+BY_SEED = {"learned": [{0: 0.96, 1: 0.01}, {0: 0.90, 1: 0.02}],
+           "sinusoidal": [{0: 0.94, 1: 0.89}, {0: 0.86, 1: 0.30}],
+           "rope": [{0: 0.93, 1: 0.92}, {0: 0.95, 1: 0.90}]}
+
+
+def test_by_shift_prints_a_row_per_seed_and_the_means_at_shift_0():
+    text = tables.by_shift(BY_SEED, none=0.467)
+    assert "      rope seed 1:  0.950  0.900" in text
+    assert "s = 0, mean of 2 seeds: learned 0.930, sinusoidal 0.900, rope 0.940" in text
+    assert "learned above rope in 1 of 2 and sinusoidal in 2 of 2" in text
+
+
+def test_by_shift_prints_ropes_largest_loss_and_sinusoidals_best_seed():
+    text = tables.by_shift(BY_SEED, none=0.467)
+    assert "largest loss against s = 0 over the shifts: 0.010-0.050 (2 seeds)" in text
+    assert "best seed at each shift: s=0: 0.940  s=1: 0.890   (no position, seed 0: 0.467)" in text
+
+
+def _parts(target, ratio):
+    return {"target": target, "other_trained": 0.1, "untrained": 0.9 - target, "per_key_trained": 0.03,
+            "per_key_untrained": 0.03 * ratio, "target_among_trained": 0.7,
+            "target_if_untrained_as_trained": target + 0.04}
+
+
+def test_where_the_weight_goes_prints_ranges_and_each_seeds_ratio_and_log_n_lift():
+    inside = [{"2-15": _parts(0.75, np.nan), "64-255": _parts(0.16, 1.25)},
+              {"2-15": _parts(0.78, np.nan), "64-255": _parts(0.21, 0.5)}]
+    accuracy = [{"2-15": {"accuracy": 1.0}, "64-255": {"accuracy": 0.57}},
+                {"2-15": {"accuracy": 1.0}, "64-255": {"accuracy": 0.73}}]
+    scaled = [{"2-15": 1.0, "64-255": 0.73}, {"2-15": 1.0, "64-255": 0.92}]
+    text = tables.where_the_weight_goes(inside, accuracy, scaled, inside)
+    row = next(line for line in text.splitlines() if line.strip().startswith("64-255"))
+    assert "0.16-0.21" in row and "0.015-0.037" in row and "0.20-0.25" in row
+    assert next(line for line in text.splitlines() if line.strip().startswith("2-15")).count(" -") == 1
+    assert "one unseen key's weight over one seen key's: 1.25, 0.50" in text
+    assert "0.57 -> 0.73, 0.73 -> 0.92" in text
