@@ -369,6 +369,9 @@ DECODE_WRONG = {
     # RoPE under the cache (position=, base=): the course's "most common cache bug" and its kin
     "position accepted and ignored (**kwargs)":
         (lambda *a, position=None, base=10000.0, **k: decode(*a, **k), "the position was not used"),
+    "positions restarted at 0 every step (section 6's bug)":
+        (lambda *a, position=None, **k: decode(*a, **k, position=None if position is None else 0),
+         "rotated at position 0 every step"),
     "key rotated for attention, cached unrotated":
         (lambda *a, **k: decode(*a, **k, rope="q, k for attention only"), "cached UNROTATED"),
     "only q rotated": (lambda *a, **k: decode(*a, **k, rope="q"), "only the query was rotated"),
@@ -419,6 +422,9 @@ PADDING_WRONG = {
     "True = padding (PyTorch's key_padding_mask)": (
         lambda lengths, n: np.arange(n)[None, None, :] >= np.asarray(lengths)[:, None, None],
         "the mask is inverted"),
+    "batch and query axes swapped, (1, B, n)": (
+        lambda lengths, n: (np.arange(n)[None, :] < np.asarray(lengths)[:, None])[None],
+        "batch and query axes are swapped"),
     "no query axis, (B, n)": (lambda lengths, n: np.arange(n)[None, :] < np.asarray(lengths)[:, None],
                               "Add an axis for the queries"),
     "j <= length": (lambda lengths, n: padding_loop(lengths, n, upto=1), "one key too many"),

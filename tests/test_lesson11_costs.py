@@ -61,6 +61,12 @@ def test_gqa_step_times_has_one_time_per_kv_head_count():
     assert list(times) == [4, 2, 1] and all(t > 0 for t in times.values())
 
 
+def test_preallocated_step_times_has_one_time_per_kv_head_count():
+    times = costs.preallocated_step_times(6, [4, 2, 1], d_model=8, num_heads=4, repeat=1,
+                                          clock=fake_clock(), min_group=0)
+    assert list(times) == [4, 2, 1] and all(t > 0 for t in times.values())
+
+
 @pytest.mark.parametrize("g, window, n, expected", [(2, None, 10, 2 * 2 * 10 * 2 * 8),
                                                     (1, 3, 10, 2 * 1 * 3 * 2 * 8)])
 def test_cache_bytes_after_counts_keys_and_values_of_the_kept_tokens(g, window, n, expected):

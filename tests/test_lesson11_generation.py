@@ -250,3 +250,20 @@ def test_the_copying_decode_step_gives_the_reference_step(h, g, window):
     np.testing.assert_allclose(out, want, rtol=0, atol=1e-12)
     for key in ("K", "V"):
         np.testing.assert_array_equal(new[key], want_cache[key])
+
+
+@pytest.mark.parametrize("h, g", [(4, 4), (8, 2), (8, 1)])
+def test_the_preallocated_step_gives_the_copying_steps_output_and_fills_column_t(h, g):
+    rng = np.random.default_rng(4)
+    d_model, t = 16, 5
+    d_head = d_model // h
+    W = costs.random_weights(d_model, h, g, seed=5)
+    cache = {"K": rng.standard_normal((g, t, d_head)), "V": rng.standard_normal((g, t, d_head))}
+    x = rng.standard_normal(d_model)
+    want, want_cache = attention_decode_step(x, cache, *W, h, g)
+    room = {key: np.concatenate([A, np.full((g, 3, d_head), np.nan)], axis=1) for key, A in cache.items()}
+    out = generate.decode_step_preallocated(x, room, t, *W, h, g)     # columns after t stay unread
+    np.testing.assert_allclose(out, want, rtol=0, atol=1e-12)
+    for key in ("K", "V"):
+        np.testing.assert_array_equal(room[key][:, :t + 1], want_cache[key])
+        assert np.isnan(room[key][:, t + 1:]).all()

@@ -141,6 +141,16 @@ def test_kv_heads_explorer_draws_at_100_dpi_or_more():
     assert width == 850 and height <= 480       # figsize (8.5, at most 4.8) at 100 dpi
 
 
+def test_kv_heads_explorer_is_taller_for_32_and_64_heads():
+    from io import BytesIO
+
+    from PIL import Image
+    X = np.random.default_rng(0).standard_normal((10, 64))
+    W = [np.eye(64)] * 4
+    _, redraw = wi.kv_heads_explorer(_recording_gqa([]), X, *W, list("abcdefghij"), num_heads=8, value=2)
+    assert Image.open(BytesIO(redraw(16, 64))).size == (850, 700)   # 8 by 8 tiles: MAX_HEIGHT_MANY_HEADS
+
+
 def test_kv_heads_explorer_is_less_tall_where_the_tiles_are_flat():
     from io import BytesIO
 
@@ -194,15 +204,31 @@ def test_beyond_8_kv_heads_no_two_groups_share_a_frame_colour_side_by_side(h, g)
         assert (colours[i] == colours[i - 1]) == (i % group != 0)
 
 
-@pytest.mark.parametrize("h, g", [(8, 2), (8, 1), (32, 16), (64, 16)])
-def test_each_tile_names_the_kv_head_it_reads(h, g):
-    # beyond 8 kv heads two frame colours alternate: the label tells stacked groups apart
+@pytest.mark.parametrize("h, g", [(8, 2), (8, 1), (16, 4)])
+def test_up_to_16_heads_each_tile_names_the_kv_head_it_reads(h, g):
     fig, ax = plt.subplots()
     wi.frame_groups(ax, h, g, n=5)
     labels = [text.get_text() for text in ax.texts]
     plt.close(fig)
     group = h // g
     assert labels == [f"kv {i // group}" for i in range(h)]
+
+
+@pytest.mark.parametrize("h, g, expected", [
+    (32, 16, [f"kv {j}" for j in range(16)]),              # groups of 2: four to a row of 8 tiles
+    (64, 16, [f"kv {j}" for j in range(16)]),              # groups of 4: two to a row
+    (64, 4, [f"kv {r // 2}" for r in range(8)]),           # groups of 16: two rows each, one label a row
+])
+def test_beyond_16_heads_each_group_is_named_once_per_row_in_its_last_tile(h, g, expected):
+    fig, ax = plt.subplots()
+    wi.frame_groups(ax, h, g, n=5)
+    texts = list(ax.texts)
+    plt.close(fig)
+    assert [text.get_text() for text in texts] == expected
+    assert all(text.get_fontsize() >= 8 for text in texts)      # larger than 5.5 pt, as there are fewer
+    group, cols = h // g, 8
+    for text, k in zip(texts, [k for k in range(h) if (k + 1) % group == 0 or k % cols == cols - 1]):
+        assert text.get_position()[0] == pytest.approx((k % cols) * 6 + 5 - 1.2)   # in tile k's corner
 
 
 @pytest.mark.parametrize("h", [8, 32, 64])

@@ -545,7 +545,8 @@ DECODE_MISTAKES = [
     Mistake(_UNORDERED, lambda *a, **k: _decode(*a, **k, order="new first")),
 ] + [Mistake(message, (lambda switches: lambda *a, **k: _decode(*a, **k, **switches))(switches))
      for message, switches in [
-    ("the position was not used: with position=... the query and key must be rotated by RoPE "
+    ("the position was not used, or the query and key were rotated at position 0 every step "
+     "(section 6's bug): with position=... the query and key must be rotated by RoPE "
      "(lesson 09's rope) at that position before attending. (The same output comes from "
      "rotating the query and every key at the new token's position: q . k then only sees a "
      "difference of 0, as if there were no RoPE.)", {"rotate": "none"}),
@@ -642,6 +643,10 @@ PADDING_MISTAKES = [
             "keys (columns). What must not be attended to is a padding key: shape (B, 1, n), "
             "True in column j where j < lengths[b].",
             lambda lengths, n: _padding(lengths, n, axis="queries")),
+    Mistake("the mask is (1, B, n): the batch and query axes are swapped, so against scores "
+            "(B, n_q, n) the lengths would line up with the queries. Put the batch first: "
+            "(B, 1, n), True in column j where j < lengths[b].",
+            lambda lengths, n: np.swapaxes(_padding(lengths, n), 0, 1)),
     Mistake("the mask is (B, n): against scores (B, n_q, n) it would broadcast along the wrong "
             "axis (the batch axis lined up with the queries). Add an axis for the queries: "
             "(B, 1, n).",

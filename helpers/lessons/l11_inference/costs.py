@@ -220,6 +220,34 @@ def gqa_step_times(decode_step, n, kv_heads, d_model=64, num_heads=8, repeat=7, 
     return times
 
 
+def preallocated_step_times(n, kv_heads, d_model=64, num_heads=8, repeat=7, seed=0,
+                            clock=time.process_time, min_group=5e-3):
+    """Seconds of one decode step with ``n`` cached tokens in a cache allocated once, per kv-head count.
+
+    The step is :func:`.generate.decode_step_preallocated`: it writes the new key and value
+    into a column of arrays made once, and copies nothing the size of the cache. Timed beside
+    :func:`gqa_step_times` (or :func:`time_per_token`'s cached step), whose steps copy their
+    cache every time, it shows what the copy costs. Arguments as in :func:`gqa_step_times`.
+
+    Returns
+    -------
+    dict num_kv_heads -> seconds
+    """
+    keep_freed_memory()
+    rng = np.random.default_rng(seed)
+    d_head = d_model // num_heads
+    times = {}
+    for g in kv_heads:
+        W = random_weights(d_model, num_heads, g, seed=seed)
+        x = rng.standard_normal(d_model)
+        cache = {"K": rng.standard_normal((g, n + 1, d_head)),          # n tokens, room for one more
+                 "V": rng.standard_normal((g, n + 1, d_head))}
+        times[g] = measure.median_time(
+            lambda: generate.decode_step_preallocated(x, cache, n, *W, num_heads, g),
+            repeat=repeat, number=None, clock=clock, min_group=min_group)
+    return times
+
+
 def cache_bytes_after(decode_step, n, d_model=64, num_heads=8, num_kv_heads=None, window=None,
                       seed=0):
     """Bytes held by the KV cache (``K.nbytes + V.nbytes``) after generating ``n`` tokens."""

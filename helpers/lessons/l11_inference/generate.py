@@ -90,6 +90,31 @@ def decode_step_repeating_kv(x, cache, W_q, W_k, W_v, W_o, num_heads, num_kv_hea
     return out.reshape(-1) @ W_o, {"K": K, "V": V}
 
 
+def decode_step_preallocated(x, cache, t, W_q, W_k, W_v, W_o, num_heads, num_kv_heads=None):
+    """The decode step with a cache allocated once and filled in place; no RoPE, no window.
+
+    ``cache`` is ``{"K", "V"}`` of ``(num_kv_heads, capacity, d_head)`` arrays, ``capacity > t``,
+    whose first ``t`` columns hold the earlier tokens. The new key and value are WRITTEN into
+    column ``t`` (the given arrays change), and the new token attends to the views
+    ``K[:, :t + 1]``, ``V[:, :t + 1]``: nothing the size of the cache is copied, as with
+    Hugging Face's ``StaticCache``. The same output as
+    :func:`helpers.reference.attention_decode_step` with the first ``t`` columns as its cache;
+    it exists to be timed against it (that one copies its cache at every step).
+
+    Returns
+    -------
+    out : ndarray, shape (d_model,)
+    """
+    g = num_heads if num_kv_heads is None else num_kv_heads
+    d_head = x.shape[-1] // num_heads
+    cache["K"][:, t] = (x @ W_k).reshape(g, d_head)                  # write, do not copy
+    cache["V"][:, t] = (x @ W_v).reshape(g, d_head)
+    q = (x @ W_q).reshape(g, num_heads // g, 1, d_head)              # (g, group, 1, d_head)
+    K, V = cache["K"][:, None, :t + 1], cache["V"][:, None, :t + 1]  # views (g, 1, t + 1, d_head)
+    out, _ = reference.scaled_dot_product_attention(q, K, V)         # each kv head serves its group
+    return out.reshape(-1) @ W_o
+
+
 def rope_attention(X, W, num_heads, num_kv_heads=None, base=10000.0):
     """Causal grouped-query attention of the whole sequence, RoPE on every head's Q and K."""
     g = num_heads if num_kv_heads is None else num_kv_heads

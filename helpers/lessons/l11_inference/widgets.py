@@ -82,10 +82,12 @@ def kv_heads_explorer(grouped_query_attention, X, W_q, W_k, W_v, W_o, tokens, nu
                                              mask=causal_mask(len(X)))             # (h, n, n)
         fig.set_size_inches(figsize[0], _figure_height(h, len(X), figsize))
         height = fig.get_figheight()
-        below = 0.96 if h <= 8 else 0.5                      # room for the token labels (up to 8 heads)
-        fig.subplots_adjust(left=0.13, right=TILES_RIGHT, bottom=below / height, top=1 - 0.96 / height)
+        below, above = _margins(h)
+        fig.subplots_adjust(left=0.13, right=TILES_RIGHT, bottom=below / height, top=1 - above / height)
         ax = fig.add_subplot()
         plots.head_maps(weights, tokens, ax=ax)
+        if h <= 8:
+            _enlarge_token_labels(ax, tokens)
         frame_groups(ax, h, g, len(X))
         if h > 8:                      # tiles too small for token labels: name the order instead
             ax.set_xlabel("key token j (each tile: one head's map; rows and columns in the "
@@ -98,7 +100,7 @@ def kv_heads_explorer(grouped_query_attention, X, W_q, W_k, W_v, W_o, tokens, nu
         elif g <= len(GROUP_COLOURS):
             frames = "frame colour and 'kv j' = the kv head a query head reads"
         else:
-            frames = "'kv j' = the kv head a query head reads"
+            frames = "'kv j' = the kv head its group reads; colours repeat"
         fig.suptitle(f"{h} query head{'s' if h > 1 else ''}, {g} key/value head{'s' if g > 1 else ''} "
                      f"(groups of {h // g}; {frames})\n"
                      f"KV cache: 2 × {g} × {d_head} = {per_token} numbers per token, "
@@ -135,17 +137,47 @@ def kv_heads_explorer(grouped_query_attention, X, W_q, W_k, W_v, W_o, tokens, nu
     return widgets.VBox([heads, kv, image]), redraw
 
 
-def _figure_height(num_heads, n, figsize):
-    """Inches: ``figsize``'s height, or less when the tiles' mosaic is too flat to fill it.
+#: Token labels of the tiles (up to 8 heads), in points: larger than head_maps' 7.
+TOKEN_LABEL_SIZE = 8.5
 
-    The mosaic (see :func:`helpers.plots.head_maps`) is as wide as the axes allow; a flat one
-    (16 heads: two rows of 8) would leave a blank band under the tiles at full height.
+#: Heights in inches beyond which the tiles' mosaic may not grow: 32 and 64 heads (8 by 4 and
+#: 8 by 8 tiles) get a taller picture, so that their tiles and 'kv j' labels stay legible.
+MAX_HEIGHT_MANY_HEADS = 7.0
+
+
+def _margins(num_heads):
+    """Inches ``(below, above)`` the tiles: the token labels and axis title, the title and tile titles."""
+    below = 0.9 if num_heads <= 8 else 0.5 if num_heads <= 16 else 0.55
+    return below, 0.8
+
+
+def _figure_height(num_heads, n, figsize):
+    """Inches: as tall as the tiles' mosaic at the axes' full width, plus the margins.
+
+    The mosaic (see :func:`helpers.plots.head_maps`) keeps its aspect: a flat one (4 heads in
+    a row, or 16 heads in two rows of 8) would leave blank bands above and below it at a fixed
+    height. At most ``figsize``'s height, or :data:`MAX_HEIGHT_MANY_HEADS` from 32 heads on.
     """
     rows, cols = plots.head_grid(num_heads)
     row_gap = 2 if num_heads <= 16 else 1
     aspect = (rows * (n + row_gap) - row_gap) / (cols * (n + 1) - 1)      # height / width
-    tiles = 0.78 * figsize[0] * aspect                                     # inches, at full width
-    return min(figsize[1], tiles + 1.8 + (0.5 if num_heads <= 8 else 0.0))
+    tiles = (TILES_RIGHT - 0.13) * figsize[0] * aspect                     # inches, at full width
+    below, above = _margins(num_heads)
+    cap = figsize[1] if num_heads <= 16 else max(figsize[1], MAX_HEIGHT_MANY_HEADS)
+    return min(cap, tiles + below + above)
+
+
+def _enlarge_token_labels(ax, tokens):
+    """Set :func:`helpers.plots.head_maps`' token labels in :data:`TOKEN_LABEL_SIZE` points.
+
+    The axis titles move out to stay clear of the longer labels.
+    """
+    names = set(map(str, tokens))
+    labels = [text for text in ax.texts if text.get_text() in names]
+    for text in labels:
+        text.set_fontsize(TOKEN_LABEL_SIZE)
+    longest = max([len(text.get_text()) for text in labels], default=0)
+    ax.xaxis.labelpad = ax.yaxis.labelpad = 6 + 0.56 * TOKEN_LABEL_SIZE * longest   # points
 
 
 def _colourbar_beside_tiles(ax):
@@ -165,18 +197,20 @@ def _colourbar_beside_tiles(ax):
 
 
 def group_label_size(num_heads):
-    """Font size of the 'kv j' label in each tile: smaller with more, smaller tiles."""
-    return 8 if num_heads <= 8 else 7 if num_heads <= 16 else 5.5
+    """Font size of the 'kv j' labels: one per tile up to 16 heads, one per group and row beyond."""
+    return 9 if num_heads <= 8 else 8
 
 
 def frame_groups(ax, num_heads, num_kv_heads, n):
     """Mark the key/value head each tile of :func:`helpers.plots.head_maps` reads.
 
-    Each tile gets a label "kv j" in its upper right corner, where a causal map is all
-    zeros (white on the colour map's dark end). Up to 8 key/value heads each has its own
-    frame colour as well; beyond that the frames alternate between two colours from one
-    group to the next, and the labels tell groups apart where the two colours repeat. With
-    one query head per kv head there are no labels (and beyond 8 heads no frames).
+    Up to 16 heads each tile gets a label "kv j" in its upper right corner, where a causal
+    map is all zeros (white on the colour map's dark end). Beyond, the tiles are small: each
+    group gets one larger label per row of tiles, in the last tile of its stretch of the row.
+    Up to 8 key/value heads each has its own frame
+    colour; beyond, the colours (yellow left out, faint on white) repeat, never on two
+    neighbouring groups, and the labels tell the groups apart. With one query head per kv
+    head there are no labels (and beyond 8 heads no frames).
     """
     from matplotlib.patches import Rectangle
 
@@ -185,16 +219,17 @@ def frame_groups(ax, num_heads, num_kv_heads, n):
     group = num_heads // num_kv_heads
     if num_kv_heads > len(GROUP_COLOURS) and group == 1:
         return                                      # every query head has its own kv head
-    # Up to 8 kv heads, one colour each; beyond, two colours alternating from one group to the
-    # next (8 colours would repeat, and frames of the same colour would look like one group).
-    palette = GROUP_COLOURS if num_kv_heads <= len(GROUP_COLOURS) else [ORANGE, BLUE]
+    palette = GROUP_COLOURS if num_kv_heads <= len(GROUP_COLOURS) else GROUP_COLOURS[:-1]
     width = 2.5 if num_heads <= 16 else 1.5                         # thinner around small tiles
     for k in range(num_heads):
         r, c = divmod(k, cols)
         colour = palette[(k // group) % len(palette)]
         ax.add_patch(Rectangle((c * (n + 1) - 0.5, r * (n + row_gap) - 0.5), n, n, fill=False,
                                linewidth=width, edgecolor=colour))
-        if group > 1:
+        if group == 1:
+            continue
+        last_of_stretch = (k + 1) % group == 0 or c == cols - 1
+        if num_heads <= 16 or last_of_stretch:
             ax.text(c * (n + 1) + n - 1.2, r * (n + row_gap) - 0.2, f"kv {k // group}", ha="right",
                     va="top", color="white", fontsize=group_label_size(num_heads))
 
@@ -228,7 +263,7 @@ def receptive_field_figure(sliding_window_mask, n=16, window=4, num_layers=3):
         plots.heatmap(field.astype(float), ax=ax, vmin=0, vmax=1, annotate=False, colorbar=False,
                       title=f"after {layer} layer{'s' if layer > 1 else ''}: "
                             f"reaches {farthest} back",
-                      xlabel="token it can draw on j", ylabel="token i")
+                      xlabel="earlier token j", ylabel="token i")
     fig.suptitle(f"Sliding window of {window}: each layer reaches window − 1 = {window - 1} "
-                 f"tokens further back (yellow: token i can draw on token j)")
+                 f"tokens further back (yellow: information from token j can reach token i)")
     return fig
