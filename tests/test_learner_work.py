@@ -187,8 +187,8 @@ def test_make_student_keeps_a_notebook_a_learner_edited_in_notebooks_and_names_i
     os.symlink(ROOT / ".venv", course_copy / ".venv")
     answered = fill_in(course_copy / "notebooks" / LESSON)
     other = course_copy / "notebooks" / "02_scaled_scores.ipynb"
-    other.write_text(other.read_text().replace("Lesson 02", "Lesson 02 (stale)", 1))   # as if out of date...
-    git("commit", "-q", "-am", "an out-of-date lesson 02, committed", cwd=course_copy)  # ...and committed
+    other.write_text(other.read_text().replace("Lesson 02", "Lesson 02 (stale)", 1))   # out of date
+    git("commit", "-q", "-am", "my answer, and an out-of-date lesson 02", cwd=course_copy)   # both committed
     result = subprocess.run([str(ROOT / ".venv" / "bin" / "python"), "-m", "helpers.instructor.student"],
                             cwd=course_copy, capture_output=True, text=True, timeout=300)
     assert (course_copy / "notebooks" / LESSON).read_bytes() == answered

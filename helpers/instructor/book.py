@@ -4,14 +4,16 @@
 
 writes ``OUT/html/index.html`` -- open it in a browser -- from:
 
-- ``OUT/source/index.md``: the landing page, the README's lesson table (a lesson the
-  README does not list yet gets a row with its notebook's title: lessons are found by
-  :func:`helpers.course.lessons`, never listed here);
+- ``OUT/source/index.md``: the landing page, a table of the lessons, each by its page's
+  title (the sidebar's name for it) with the README's "what you learn" (lessons are found
+  by :func:`helpers.course.lessons`, never listed here);
 - ``OUT/source/notebooks/NAME.ipynb``: copies of the **student** notebooks (no solution
-  code), each with a Binder badge next to its Colab badge, a line saying how to run it,
-  its setup cell folded, and each exercise shown as an exercise: its statement, its
-  starting code folded, and a "Try it" box that opens the lesson in Colab or on Binder
-  (in place of the check cell, which still runs: the page goes on with the reference).
+  code), each with a Binder badge next to its Colab badge and a line saying how to run it,
+  made into web pages: no setup cell shown (it still runs) and no "Shift + Enter"; each
+  "on your machine" said of the build machine, and a note dating the measurements ("measured
+  when this page was built, on ..."); each exercise shown as an exercise: its statement, its
+  starting code folded, and a "Try it" box that opens the lesson in Colab or on Binder (in
+  place of the check cell, which still runs: the page goes on with the reference).
   The repository's notebooks are never touched.
 
 Sphinx with MyST-NB (the engine of Jupyter Book 1) executes every copy in a fresh kernel,
@@ -73,20 +75,22 @@ def readme_rows(readme_text):
 
 
 def lesson_table(lessons, readme_text, notebooks):
-    """The landing page's table: the README's row for each lesson, or one made from its title.
+    """The landing page's table: each lesson by its page's title (as the sidebar names it), with
+    the README's "what you learn" and Colab badge for it (a lesson the README does not list yet
+    gets its title alone).
 
-    The README's links point at ``notebooks/NAME.ipynb``: on the site, MyST turns them
-    into links to the lesson's page.
+    ``notebooks`` is the folder of the staged lessons. The links point at
+    ``notebooks/NAME.ipynb``: on the site, MyST turns them into links to the lesson's page.
     """
     rows = readme_rows(readme_text)
     lines = ["| # | lesson | what you learn | |", "|---|---|---|---|"]
     for lesson in lessons:
-        if lesson in rows:
-            lines.append(rows[lesson])
-        else:
-            where = f"notebooks/{lesson}.ipynb"
-            lines.append(f"| {lesson.split('_')[0]} | [{lesson_title(notebooks / f'{lesson}.ipynb')}]"
-                         f"({where}) | | {course.colab_badge(where)} |")
+        where = f"notebooks/{lesson}.ipynb"
+        title = lesson_title(notebooks / f"{lesson}.ipynb").replace("|", "\\|")
+        cells = [c.strip() for c in rows[lesson].strip("|").split("|")] if lesson in rows else []
+        learn = cells[2] if len(cells) > 3 else ""
+        badge = cells[3] if len(cells) > 3 else course.colab_badge(where)
+        lines.append(f"| {lesson.split('_')[0]} | [{title}]({where}) | {learn} | {badge} |")
     return "\n".join(lines)
 
 
@@ -123,11 +127,77 @@ def _fold(cell, label):
     cell.metadata.setdefault("mystnb", {}).update(code_prompt_show=label, code_prompt_hide="Hide it")
 
 
-def with_setup_folded(nb):
-    """``nb`` with its setup cell folded on the page ("Show the setup cell"), as in JupyterLab."""
+def with_setup_removed(nb):
+    """``nb`` with its setup cell off the page: it still runs (tag ``remove-cell``), but a web page
+    has no ``sys.path`` to set up, and a reader nothing to fold open."""
     for cell in nb.cells:
         if cell.cell_type == "code" and cell.source.startswith(course.SETUP_TITLE):
-            _fold(cell, "Show the setup cell")
+            tags = cell.metadata.setdefault("tags", [])
+            if "remove-cell" not in tags:
+                tags.append("remove-cell")
+    return nb
+
+
+#: A notebook's instruction that has no meaning on a web page (there are no cells to run).
+NOTEBOOK_ONLY_LINE = re.compile(r"^[^\n]*Shift\s*\+\s*Enter[^\n]*\n?", re.M)
+
+
+def without_notebook_instructions(nb):
+    """``nb`` without the lines that tell a notebook's reader how to run cells ("Shift + Enter")."""
+    for cell in nb.cells:
+        if cell.cell_type == "markdown":
+            cell.source = NOTEBOOK_ONLY_LINE.sub("", cell.source)
+    return nb
+
+
+#: A code cell that times or traces something: its numbers are the build machine's.
+MEASURING = re.compile(r"\bmeasure\w*\.\w*(?:time|peak|cost|bytes)|perf_counter|timeit|traced_peak")
+#: What the notebook says of its reader's machine, and what the page says instead.
+ON_YOUR_MACHINE = [(re.compile(r"^(#.*?) on your machine", re.M), r"\1"),     # a heading: just drop it
+                   (re.compile(r"\bon your machine\b"), "on the machine that built this page"),
+                   (re.compile(r"\bthis notebook's own measurement"), "a measurement made when this page was built")]
+MEASURED_NOTE = ("```{{note}}\nThe times and memory figures on this page were measured when this page "
+                 "was built, on {built}. On your machine they differ: run the lesson to see yours.\n```")
+
+
+def page_title(notebook):
+    """The title a lesson's page shows (and the sidebar, and the landing table): its notebook's
+    title, with what it says of the reader's machine rewritten as on the page."""
+    heading = f"# {lesson_title(notebook)}"
+    for pattern, replacement in ON_YOUR_MACHINE:
+        heading = pattern.sub(replacement, heading)
+    return heading[2:]
+
+
+def build_machine(today=None):
+    """``"2026-12-04, on Linux x86_64 with 2 cores (Python 3.11, NumPy 2.3.1)"``: where the page is built."""
+    import datetime
+    import platform
+
+    import numpy
+
+    today = today or datetime.datetime.now(datetime.timezone.utc).date().isoformat()
+    cores = os.cpu_count() or 1
+    return (f"{today}, on {platform.system()} {platform.machine()} with {cores} core{'s' * (cores != 1)} "
+            f"(Python {platform.python_version()}, NumPy {numpy.__version__})")
+
+
+def with_measurements_dated(nb, built=None):
+    """``nb`` saying that its measured numbers are the build machine's: each "on your machine"
+    rewritten (:data:`ON_YOUR_MACHINE`), and a note (:data:`MEASURED_NOTE`) right before the
+    first cell that measures, if any does."""
+    for cell in nb.cells:
+        if cell.cell_type == "markdown":
+            for pattern, replacement in ON_YOUR_MACHINE:
+                cell.source = pattern.sub(replacement, cell.source)
+    first = next((i for i, c in enumerate(nb.cells) if c.cell_type == "code" and MEASURING.search(c.source)),
+                 None)
+    if first is not None:
+        at = first
+        while at > 0 and nb.cells[at - 1].cell_type == "markdown":   # before the text that leads to it
+            at -= 1
+        at = max(at, first - 1)
+        nb.cells.insert(at, nbformat.v4.new_markdown_cell(MEASURED_NOTE.format(built=built or build_machine())))
     return nb
 
 
@@ -196,13 +266,15 @@ def stage(source, root=ROOT):
     if missing:
         raise FileNotFoundError(f"book: no student notebook for {missing} in {root / 'notebooks'}: "
                                 f"run `make student`")
+    built = build_machine()
     for lesson in lessons:
         path = f"notebooks/{lesson}.ipynb"
         nb = nbformat.read(str(root / path), as_version=4)
         nb = with_how_to_run(with_binder_badge(nb, path), path)
-        nbformat.write(with_exercises_as_exercises(with_setup_folded(nb), path), str(source / path))
+        nb = with_measurements_dated(without_notebook_instructions(with_setup_removed(nb)), built)
+        nbformat.write(with_exercises_as_exercises(nb, path), str(source / path))
     readme = (root / "README.md").read_text(encoding="utf-8")
-    (source / "index.md").write_text(index_page(lessons, readme, root / "notebooks"), encoding="utf-8")
+    (source / "index.md").write_text(index_page(lessons, readme, source / "notebooks"), encoding="utf-8")
     return lessons
 
 

@@ -276,12 +276,17 @@ def refresh_front_matter(nb, path, repository=course.REPOSITORY, branch=course.B
     return nb
 
 
+def student_notebook_text(solution, lesson, repository=course.REPOSITORY, branch=course.BRANCH):
+    """The exact text of the student notebook generated from the solution notebook ``solution``."""
+    student = make_student(solution, lesson)
+    refresh_front_matter(student, f"notebooks/{lesson}.ipynb", repository, branch)
+    return nbformat.writes(student) + "\n"
+
+
 def student_text(solution_path, repository=course.REPOSITORY, branch=course.BRANCH):
     """The exact text of the student notebook generated from ``solution_path``."""
     solution = nbformat.read(str(solution_path), as_version=4)
-    student = make_student(solution, Path(solution_path).stem)
-    refresh_front_matter(student, f"notebooks/{Path(solution_path).name}", repository, branch)
-    return nbformat.writes(student) + "\n"
+    return student_notebook_text(solution, Path(solution_path).stem, repository, branch)
 
 
 def refreshed_solution_text(solution_path):
@@ -339,21 +344,51 @@ def differing_cells(current_text, expected_text):
             if i >= len(mine) or i >= len(ours) or mine[i] != ours[i]]
 
 
-def edits_not_ours(target, record, root=ROOT):
+def looks_generated(text):
+    """Whether a student notebook's text still looks as generated: no outputs or execution counts,
+    and each exercise of its ``metadata.course`` still the stub."""
+    try:
+        nb = nbformat.reads(text, as_version=4)
+    except Exception:
+        return False
+    code = [c for c in nb.cells if c.cell_type == "code"]
+    if any(c.get("outputs") or c.get("execution_count") is not None for c in code):
+        return False
+    stub = "\n".join(STUB)
+    for name in nb.metadata.get("course", {}).get("exercises", []):
+        cell = next((c for c in code if re.search(rf"^\s*def {re.escape(name)}\(", c.source, re.M)), None)
+        if cell is None or stub not in "\n".join(line.strip() for line in cell.source.splitlines()):
+            return False
+    return True
+
+
+def edits_not_ours(target, solution, record, root=ROOT):
     """Whether ``target`` (a file of ``notebooks/``) holds edits that ``make student`` did not write.
 
-    It is the generator's own when its text is the committed one (``git show HEAD:...``)
-    or the one this tool last wrote (:data:`WRITTEN_RECORD`). Anything else -- a learner's
-    answer, a run's outputs, a note -- is someone's work, and is never overwritten.
-    Returns None when it is ours, else the text it was compared with (or "" without one).
+    It is the generator's own when its text is the one this tool last wrote there
+    (:data:`WRITTEN_RECORD`), or what it generates from the committed ``solution``, or the
+    committed text of ``target`` itself while that still looks generated (no outputs, every
+    exercise a stub: a learner may commit an answer too). Anything else -- a learner's answer,
+    a run's outputs -- is someone's work, and is never overwritten.
+    Returns None when it is ours, else the text it was compared with ("" when there is none).
     """
     current = target.read_text(encoding="utf-8")
     if record.get(target.name) == _sha256(current):
         return None
+    committed_solution = _committed_text(solution, root)
+    generated = None
+    if committed_solution is not None:
+        try:
+            generated = student_notebook_text(nbformat.reads(committed_solution, as_version=4),
+                                              Path(solution).stem)
+        except Exception:
+            generated = None
+        if generated == current:
+            return None
     committed = _committed_text(target, root)
-    if committed is not None and committed == current:
+    if committed == current and looks_generated(current):
         return None
-    return committed if committed is not None else ""
+    return generated or committed or ""
 
 
 def main(argv=None):
@@ -387,7 +422,7 @@ def main(argv=None):
         if args.check:
             continue
         if current is not None:
-            compared = edits_not_ours(target, record, args.notebooks.parent)
+            compared = edits_not_ours(target, path, record, args.notebooks.parent)
             if compared is not None:
                 cells = differing_cells(current, compared) if compared else []
                 kept.append(f"{target}" + (f" (cells {', '.join(map(str, cells[:8]))}"
