@@ -45,6 +45,9 @@ html_js_files = ["course.js"]
 if os.environ.get("COURSE_BOOK_MATHJAX"):
     html_static_path.append(os.environ["COURSE_BOOK_MATHJAX"])
     mathjax_path = "mathjax/tex-chtml.js"
+# The sliders' frames, rendered while the lessons ran (helpers/instructor/book.py, show_slider_frames).
+if os.environ.get("COURSE_BOOK_FRAMES"):
+    html_static_path.append(os.environ["COURSE_BOOK_FRAMES"])
 templates_path = ["templates"]        # layout.html: the landing page's title said the name twice
 html_theme_options = {
     "repository_url": course.REPOSITORY,

@@ -1,20 +1,23 @@
 """The course's website (``make book``): built once, then read in a real browser.
 
 The build (``helpers.instructor.book.build``) runs once per test run, into a temporary
-folder: Sphinx + MyST-NB execute every student lesson (about two minutes). The site is
+folder: Sphinx + MyST-NB execute every student lesson (a few minutes). The site is
 then served on a free port of 127.0.0.1 and opened in headless Chromium (Playwright), the
-same browser as tests/test_browser.py: the landing page lists every lesson, each lesson
-page loads, shows its figures (images that decoded), a note where a slider would be
-live, its Colab and Binder links, no traceback and no solution code, and every link
-to a page of the site resolves (anchors included).
+same browser as tests/test_browser.py: the landing page lists every lesson by the name the
+sidebar gives it, each lesson page loads, shows its figures (images that decoded), its
+Colab and Binder links (to the one address of helpers/course.py), no traceback and no
+solution code, and every link to a page of the site resolves (anchors included).
 
-What a reader sees, at a desktop width (1366 px) and a phone's (390 px): every lesson's
-maths rendered by MathJax with no formula error and no stray ``$``; no code cell that
-scrolls sideways (the budget is 0: long lines wrap); no page wider than a phone; every
-exercise as an exercise (a "Try it" box with Colab and Binder, its starting code folded, no
-"not attempted" log, no visible ``raise NotImplementedError()``); every slider image at
-100 dpi or more and never enlarged; a favicon, one title per page, a footer with the
-licence; the optional PyTorch sections with their numbers.
+Every slider moves on the page: a range input (or a menu) over frames drawn at build time,
+and each position shows its own figure. At a phone's width (390 px) the navigation and
+contents buttons open their panels; at a desktop's (1366 px) the navigation button
+collapses the sidebar; one search box, search snippets without TeX or buttons. No code line
+wraps (a long one scrolls inside its block, and no name is split); no page wider than a
+phone; figures enlarge on a tap. No notebook plumbing: no setup cell, no "Shift + Enter";
+numbers measured at build time say so. Every lesson's maths rendered by MathJax with no
+formula error and no stray ``$``; every exercise as an exercise (a "Try it" box, its
+starting code folded); slider images at 100 dpi or more and never enlarged; a favicon, one
+title per page, a footer with the licence; the optional PyTorch sections with their numbers.
 
 Without Playwright, Chromium or the book's requirements (``make book-deps``) these tests
 are skipped with the reason -- unless ``REQUIRE_BROWSER=1`` (``.ci/run``): then that is a
@@ -74,8 +77,9 @@ def test_the_landing_page_names_each_lesson_by_its_title_with_the_readmes_descri
               "| 01 | [Queries](notebooks/01_q.ipynb) | projections | badge |\n"
               "| 02 | [Scores](notebooks/02_s.ipynb) | grids | badge |\n")
     table = book.lesson_table(["01_q", "02_s"], readme, tmp_path).splitlines()
-    assert table[2:] == ["| 01 | [Lesson 01 — Queries, keys and values](notebooks/01_q.ipynb) | projections | badge |",
-                         "| 02 | [Lesson 02 — The score grid](notebooks/02_s.ipynb) | grids | badge |"]
+    assert table[2:] == [
+        "| 01 | [Lesson 01 — Queries, keys and values](notebooks/01_q.ipynb) | projections | badge |",
+        "| 02 | [Lesson 02 — The score grid](notebooks/02_s.ipynb) | grids | badge |"]
 
 
 def test_a_lesson_the_readme_does_not_list_yet_gets_a_row_with_its_title(tmp_path):
@@ -141,7 +145,8 @@ def test_measurements_are_dated_and_said_of_the_machine_that_built_the_page():
     assert [c.source.splitlines()[0] for c in cells] == [
         "# Lesson 05 — Costs measured", "x = 1", "```{note}",
         "Now the real thing, on the machine that built this page.", "times = measure.median_times(f, sizes)"]
-    assert "measured when this page was built, on 2026-12-04, on Linux x86_64 with 2 cores." in cells[2].source
+    note = "measured when this page was built, on 2026-12-04, on Linux x86_64 with 2 cores."
+    assert note in cells[2].source
 
 
 def test_a_page_that_measures_nothing_gets_no_note():
@@ -380,20 +385,44 @@ def test_no_page_shows_a_traceback(open_page, path):
     assert found == {"traceback": False, "outputs": 0}, f"{path}: {found}"
 
 
-@pytest.mark.parametrize("lesson", LESSONS)
-def test_each_slider_becomes_a_note_with_its_figure(open_page, lesson):
-    built = sum(1 for cell in student(lesson).cells
-                if cell.cell_type == "code" and SLIDER_CALL.search(cell.source))
+def slider_cells(lesson):
+    return sum(1 for cell in student(lesson).cells
+               if cell.cell_type == "code" and SLIDER_CALL.search(cell.source))
+
+
+_FIGURE_NOW = """root => { const i = root.querySelector('img.course-slider-figure');
+    return {src: i.getAttribute('src'), loaded: i.complete && i.naturalWidth > 0}; }"""
+
+
+@pytest.mark.parametrize("lesson", [lesson for lesson in LESSONS if slider_cells(lesson)])
+def test_every_slider_moves_on_the_page_and_each_position_shows_its_own_figure(open_page, lesson):
     page = open_page(f"notebooks/{lesson}.html")
-    notes = page.locator(".course-slider-note")
-    assert (notes.count() >= built) and (notes.count() > 0) == (built > 0), \
-        f"{lesson}: {built} cell(s) build a slider, {notes.count()} note(s)"
-    for i in range(notes.count()):
-        links = notes.nth(i).locator("a").evaluate_all("as => as.map(a => a.href)")
-        assert links == [course.colab_url(f"notebooks/{lesson}.ipynb"),
-                         course.binder_url(f"notebooks/{lesson}.ipynb")]
-    assert page.locator("img.course-slider-figure").count() >= built
+    sliders = page.locator(".course-slider")
+    assert sliders.count() >= slider_cells(lesson), f"{lesson}: {sliders.count()} moving sliders"
+    assert page.locator(".course-slider-note").count() == 0, f"{lesson}: a slider left static"
     assert page.locator('script[type="application/vnd.jupyter.widget-view+json"]').count() == 0
+    for i in range(sliders.count()):
+        root = sliders.nth(i)
+        root.scroll_into_view_if_needed()
+        for control in root.locator("input[type=range], select").all():
+            if control.evaluate("e => e.tagName") == "SELECT":
+                positions = control.evaluate("e => e.options.length")
+                moves = [lambda k=k: control.select_option(index=k) for k in range(positions)]
+            else:
+                control.focus()
+                control.press("Home")
+                positions = int(control.get_attribute("max")) + 1
+                moves = [lambda: None] + [lambda: control.press("ArrowRight")] * (positions - 1)
+            seen = []
+            for move in moves:
+                move()
+                page.wait_for_function("r => { const i = r.querySelector('img.course-slider-figure'); "
+                                       "return i.complete && i.naturalWidth > 0; }",
+                                       arg=root.element_handle())
+                seen.append(root.evaluate(_FIGURE_NOW)["src"])
+            assert positions >= 2, f"{lesson}: a control with {positions} position(s)"
+            assert all(a != b for a, b in zip(seen, seen[1:])), \
+                f"{lesson}, slider {i + 1}: a move that did not change the figure ({len(seen)} positions)"
 
 
 @pytest.mark.parametrize("lesson", LESSONS)
@@ -610,7 +639,8 @@ def test_on_a_phone_code_blocks_scroll_sideways_and_never_split_a_name(phone, se
     finally:
         page.close()
     wrapped = [b["first"] for b in blocks if b["wraps"]]
-    assert not wrapped, f"{lesson}: code blocks that wrap (and may split a name) at {PHONE['width']} px: {wrapped[:3]}"
+    assert not wrapped, (f"{lesson}: code blocks that wrap (and may split a name) at {PHONE['width']} px: "
+                         f"{wrapped[:3]}")
     stuck = [b["first"] for b in blocks if b["wide"] and b["overflowX"] not in ("auto", "scroll")]
     assert not stuck, f"{lesson}: blocks wider than a phone that cannot scroll: {stuck[:3]}"
 
@@ -642,7 +672,8 @@ def test_search_snippets_show_the_text_without_tex_or_the_pages_buttons(context,
         page.goto(server + "search.html?q=softmax", wait_until="load")
         page.wait_for_function("() => document.querySelectorAll('#search-results li p.context').length >= 3",
                                timeout=60000)
-        snippets = page.eval_on_selector_all("#search-results li p.context", "ps => ps.map(p => p.textContent)")
+        snippets = page.eval_on_selector_all("#search-results li p.context",
+                                             "ps => ps.map(p => p.textContent)")
     finally:
         page.close()
     for snippet in snippets:
@@ -671,13 +702,15 @@ def test_numbers_measured_at_build_time_say_so(open_page, lesson):
 
 def test_the_landing_table_names_each_lesson_as_the_sidebar_does(open_page):
     page = open_page("index.html")
-    table = page.eval_on_selector_all("table a[href^='notebooks/']", "as => as.map(a => a.textContent.trim())")
+    table = page.eval_on_selector_all("table a[href^='notebooks/']",
+                                      "as => as.map(a => a.textContent.trim())")
     sidebar = page.eval_on_selector_all("#pst-primary-sidebar a.reference.internal",
                                         "as => as.map(a => a.textContent.trim())")
     assert table == sidebar == [book.page_title(ROOT / "notebooks" / f"{lesson}.ipynb") for lesson in LESSONS]
 
 
-_ADDRESS = re.compile(r"(?:github\.com|colab\.research\.google\.com/github|mybinder\.org/v2/gh)/([\w.-]+/[\w.-]+)")
+_ADDRESS = re.compile(r"(?:github\.com|colab\.research\.google\.com/github|mybinder\.org/v2/gh)"
+                      r"/([\w.-]+/[\w.-]+)")
 
 
 @pytest.mark.parametrize("path", PAGES)
@@ -707,7 +740,7 @@ def test_png_dpi_reads_what_matplotlib_writes(tmp_path):
 
 
 @pytest.mark.parametrize("lesson", LESSONS)
-def test_slider_images_are_sharp_and_never_enlarged(open_page, lesson, request):
+def test_slider_images_are_sharp_and_never_enlarged(open_page, lesson, request, site):
     images = open_page(f"notebooks/{lesson}.html").eval_on_selector_all(
         "img.course-slider-figure", "is => is.map(i => ({src: i.getAttribute('src'), natural: i.naturalWidth,"
                                     " shown: i.getBoundingClientRect().width}))")
@@ -716,7 +749,10 @@ def test_slider_images_are_sharp_and_never_enlarged(open_page, lesson, request):
     if lesson in LOW_DPI_SLIDERS_YET:
         request.applymarker(pytest.mark.xfail(strict=True, reason=f"{lesson}: slider figure below 100 dpi"))
     for image in images:
-        dpi = png_dpi(base64.b64decode(image["src"].split(",", 1)[1]))
+        src = image["src"]
+        data = (base64.b64decode(src.split(",", 1)[1]) if src.startswith("data:")
+                else (site / urllib.parse.urljoin(f"notebooks/{lesson}.html", src)).read_bytes())
+        dpi = png_dpi(data)
         assert dpi is not None and dpi >= 100, f"{lesson}: a slider image at {dpi} dpi"
         assert image["shown"] <= image["natural"] + 1, \
             f"{lesson}: a slider image enlarged: {image['natural']} pixels shown {image['shown']:.0f} wide"

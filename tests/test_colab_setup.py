@@ -235,5 +235,6 @@ def test_in_colab_an_unreachable_address_stops_with_one_sentence_saying_what_to_
                             env=dict(os.environ, PYTHONPATH=str(fake_colab)), timeout=120)
     last = result.stderr.strip().splitlines()[-1]
     assert result.returncode != 0 and "CalledProcessError" not in result.stderr, result.stderr
-    assert last.startswith(f"RuntimeError: The course could not be downloaded from {unreachable} (git: "), last
+    expected = f"RuntimeError: The course could not be downloaded from {unreachable} (git: "
+    assert last.startswith(expected), last
     assert last.endswith("then run this cell again."), last

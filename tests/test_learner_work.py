@@ -38,8 +38,8 @@ COPIED = ["Makefile", "README.md", "requirements.txt", "pyproject.toml", "confte
 
 
 def git(*args, cwd, check=True):
-    return subprocess.run(["git", "-c", "user.name=t", "-c", "user.email=t@t", "-c", "init.defaultBranch=main",
-                           "-c", "advice.detachedHead=false", *args],
+    return subprocess.run(["git", "-c", "user.name=t", "-c", "user.email=t@t",
+                           "-c", "init.defaultBranch=main", "-c", "advice.detachedHead=false", *args],
                           cwd=cwd, check=check, capture_output=True, text=True)
 
 
@@ -102,7 +102,8 @@ def run_lab(clone, env):
         (state / sub).mkdir(parents=True, exist_ok=True)
     env = dict(env, JUPYTER_CONFIG_DIR=str(state / "config"), JUPYTER_RUNTIME_DIR=str(state / "runtime"),
                JUPYTER_DATA_DIR=str(state / "data"), BROWSER="true")
-    args = f"LAB_ARGS=--no-browser --ServerApp.ip=127.0.0.1 --ServerApp.port={port} --ServerApp.port_retries=0"
+    args = (f"LAB_ARGS=--no-browser --ServerApp.ip=127.0.0.1 --ServerApp.port={port} "
+            f"--ServerApp.port_retries=0")
     log = open(clone.parent / "lab.log", "w")
     process = subprocess.Popen(["make", "--no-print-directory", "lab", args], cwd=clone, env=env,
                                stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
@@ -131,7 +132,8 @@ def run_lab(clone, env):
 
 def setup_cell(cwd, env, colab=None, repository=course.REPOSITORY):
     source = course.setup_cell_source(repository)
-    code = ("import google.colab\n" if colab else "") + f"exec(compile({source!r}, 'setup', 'exec'))\nimport helpers"
+    code = (("import google.colab\n" if colab else "")
+            + f"exec(compile({source!r}, 'setup', 'exec'))\nimport helpers")
     env = {k: v for k, v in env.items() if k != "PYTHONPATH"}
     if colab:
         env["PYTHONPATH"] = str(colab)
@@ -154,7 +156,8 @@ def test_an_answer_in_my_notebooks_survives_every_command_a_learner_can_run(chec
     work = clone / "my-notebooks"
 
     log = run_lab(clone, env)                                   # first use: the copy is made
-    assert sorted(p.name for p in work.glob("*.ipynb")) == sorted(p.name for p in (clone / "notebooks").glob("*.ipynb")), log
+    lessons = sorted(p.name for p in (clone / "notebooks").glob("*.ipynb"))
+    assert sorted(p.name for p in work.glob("*.ipynb")) == lessons, log
     answered = fill_in(work / LESSON)
     assert git("check-ignore", "-q", f"my-notebooks/{LESSON}", cwd=clone, check=False).returncode == 0, \
         "my-notebooks/ is not git-ignored"
@@ -171,7 +174,8 @@ def test_an_answer_in_my_notebooks_survives_every_command_a_learner_can_run(chec
     steps = {"git pull": git("pull", "-q", cwd=clone, check=False)}
     steps["make lab (again)"] = run_lab(clone, env)
     steps["make student"] = make("student", cwd=clone, env=env)
-    steps["make test"] = make("test", cwd=clone, env=dict(env, PYTEST_ADDOPTS="-n 0 -q tests/test_student_notebooks.py"))
+    only_sync = dict(env, PYTEST_ADDOPTS="-n 0 -q tests/test_student_notebooks.py")
+    steps["make test"] = make("test", cwd=clone, env=only_sync)
     steps["make release"] = make("release", f"DIR={clone.parent / 'release'}", cwd=clone, env=env)
     setup_cell(work, env)
     setup_cell(work, env, colab=fake_colab(clone.parent / "colab"), repository=upstream.as_uri())

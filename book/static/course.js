@@ -61,4 +61,73 @@
   }
   patchSearch();
   document.addEventListener("DOMContentLoaded", patchSearch);
+
+  /* Sliders that move without a kernel: each .course-slider holds the frames its slider drew
+     when the page was built (helpers/instructor/book.py, show_slider_frames), each under the
+     labels its controls showed. A range input (or a menu) per control picks the frame. A
+     control that sets another's choices (the head count sets the kv heads it offers) comes
+     first in data-order; the other keeps its value if it can, else the nearest one below. */
+  function nearest(options, old) {
+    if (options.includes(old)) return old;
+    const value = Number(old), numbers = options.map(Number);
+    if (!Number.isNaN(value) && !numbers.some(Number.isNaN)) {
+      const below = options.filter((o, i) => numbers[i] <= value);
+      if (below.length) return below[below.length - 1];
+    }
+    return options[0];
+  }
+  function setUpSlider(root) {
+    const frames = JSON.parse(root.dataset.frames);
+    const order = JSON.parse(root.dataset.order);
+    const inputs = Array.from(root.querySelectorAll(".course-slider-control input, .course-slider-control select"));
+    const image = root.querySelector("img.course-slider-figure");
+    const names = Array.from(root.querySelectorAll(".course-slider-control label")).map((l) => l.textContent);
+    const shown = frames.find((f) => image.getAttribute("src") === f.src) || frames[0];
+    const current = shown.v.slice();
+    const optionsFor = (c) => {
+      const before = order.slice(0, order.indexOf(c));
+      const seen = [];
+      frames.forEach((f) => {
+        if (before.every((b) => f.v[b] === current[b]) && !seen.includes(f.v[c])) seen.push(f.v[c]);
+      });
+      return seen;
+    };
+    function show() {
+      order.forEach((c) => {
+        const options = optionsFor(c);
+        current[c] = nearest(options, current[c]);
+        const input = inputs[c];
+        if (input.tagName === "SELECT") {
+          if (Array.from(input.options).map((o) => o.textContent).join("\n") !== options.join("\n")) {
+            input.replaceChildren(...options.map((label, i) => new Option(label, String(i))));
+          }
+        } else {
+          input.max = String(options.length - 1);
+          const output = input.parentElement.querySelector("output");
+          if (output) output.textContent = current[c];
+        }
+        input.value = String(options.indexOf(current[c]));
+        input.setAttribute("aria-valuetext", current[c]);
+      });
+      const frame = frames.find((f) => f.v.every((v, i) => v === current[i]));
+      if (frame && image.getAttribute("src") !== frame.src) {
+        image.src = frame.src;
+        image.alt = "the figure at " + names.map((n, i) => n + " = " + current[i]).join(", ");
+      }
+    }
+    inputs.forEach((input, c) => {
+      input.addEventListener("input", () => {
+        current[c] = optionsFor(c)[Number(input.value)];
+        show();
+      });
+    });
+    show();
+    root.classList.add("course-slider-ready");
+  }
+  function setUpSliders() {
+    document.querySelectorAll(".course-slider:not(.course-slider-ready)").forEach(setUpSlider);
+  }
+  if (document.readyState === "loading") document.addEventListener("DOMContentLoaded", setUpSliders);
+  else setUpSliders();
 })();
+

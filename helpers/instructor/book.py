@@ -256,6 +256,186 @@ def with_how_to_run(nb, path):
     return nb
 
 
+# --- sliders that move on the page: their frames, rendered when the page is built --------------
+
+#: A cell that builds a slider: a ``*_slider`` or ``*_explorer`` maker, or an ipywidgets ``*Slider``
+#: (``figure_slider`` only puts a figure under a slider made elsewhere).
+SLIDER_CALL = re.compile(r"\b(?!figure_slider\()\w*(?:_slider|_explorer|Slider)\(")
+#: Where the kernel writes the frames (the build sets it; book/conf.py serves it as static files).
+FRAMES_ENV = "COURSE_BOOK_FRAMES"
+#: The hidden cell after each slider cell: it renders every frame of the sliders just built.
+FRAMES_CELL = "from helpers.instructor.book import show_slider_frames\nshow_slider_frames({lesson!r})"
+#: At most this many positions per control (evenly spread, the starting one kept), and frames per slider.
+MAX_STEPS, MAX_FRAMES = 17, 200
+FRAMES_CAPTION = ("Move it: each position shows the figure drawn for it when this page was built, by "
+                  "the same code as in the notebook, with the course's own functions (in the notebook, "
+                  "each step calls yours).")
+_SHOWN = set()        # (in the kernel) the widgets whose frames are on the page already
+_COUNT = {}
+
+
+def with_slider_frames(nb, lesson):
+    """``nb`` with a hidden cell (:data:`FRAMES_CELL`, its code removed from the page) after each
+    cell that builds a slider: on the page, the slider becomes a range input over its frames."""
+    cells = []
+    for cell in nb.cells:
+        cells.append(cell)
+        if cell.cell_type == "code" and SLIDER_CALL.search(cell.source):
+            frames = nbformat.v4.new_code_cell(FRAMES_CELL.format(lesson=lesson))
+            frames.metadata["tags"] = ["remove-input"]
+            cells.append(frames)
+    nb.cells = cells
+    return nb
+
+
+def _descendants(widget):
+    found = [widget]
+    for child in getattr(widget, "children", ()) or ():
+        found += _descendants(child)
+    return found
+
+
+def _all_widgets():
+    from ipywidgets.widgets import widget
+
+    registry = getattr(widget, "_instances", None)
+    if registry is None:                                   # ipywidgets 7
+        registry = widget.Widget.widgets
+    return list(registry.values())
+
+
+def _slider_boxes():
+    """(box, controls, image) for each box built since the last call that holds selection
+    controls (sliders, menus) and one picture; controls in display order."""
+    import ipywidgets
+
+    selection = ipywidgets.widgets.widget_selection._Selection
+    new = [w for w in _all_widgets() if w.model_id not in _SHOWN]
+    boxes = []
+    for widget in new:
+        if not isinstance(widget, ipywidgets.Box):
+            continue
+        inside = _descendants(widget)
+        controls = [w for w in inside if isinstance(w, selection)]
+        images = [w for w in inside if isinstance(w, ipywidgets.Image)]
+        if controls and len(images) == 1:
+            boxes.append((widget, controls, images[0]))
+    nested = {id(w) for box, _, _ in boxes for w in _descendants(box)[1:]}
+    return [b for b in boxes if id(b[0]) not in nested]
+
+
+def _steps(control):
+    n = len(control.options)
+    if n <= MAX_STEPS:
+        return list(range(n))
+    every = -(-n // 9)
+    return sorted(set(range(0, n, every)) | {control.index, n - 1})
+
+
+def _drivers_first(controls):
+    """The controls, those that change another's options first (lesson 11's head count sets
+    the kv heads it offers; lesson 10's sentence sets its word menu)."""
+    drivers = []
+    for control in controls:
+        others = [tuple(c._options_labels) for c in controls if c is not control]
+        start = control.index
+        control.index = (start + 1) % len(control.options)
+        changed = others != [tuple(c._options_labels) for c in controls if c is not control]
+        control.index = start
+        drivers.append(changed)
+    return [c for c, d in zip(controls, drivers) if d] + [c for c, d in zip(controls, drivers) if not d]
+
+
+def slider_frames(controls, image):
+    """Every frame of a slider: ``{(the label each control shows, display order): png}``, and the
+    controls' order, drivers first (their indices).
+
+    Each control is moved through its positions (:func:`_steps`), drivers first; each
+    position redraws the picture through the slider's own code, and the picture is kept
+    under the positions the controls then show. The controls go back to where they started.
+    """
+    order = _drivers_first(controls)
+    start = {id(c): c.index for c in order}
+    frames = {}
+
+    def visit(i):
+        if len(frames) >= MAX_FRAMES:
+            return
+        if i == len(order):
+            frames.setdefault(tuple(str(c._options_labels[c.index]) for c in controls), bytes(image.value))
+            return
+        for step in _steps(order[i]):
+            order[i].index = step
+            visit(i + 1)
+
+    visit(0)
+    for control in order:
+        control.index = start[id(control)]
+    return frames, [controls.index(c) for c in order]
+
+
+def _frame_source(png, lesson):
+    import base64
+    import hashlib
+
+    folder = os.environ.get(FRAMES_ENV)
+    if not folder:
+        return "data:image/png;base64," + base64.b64encode(png).decode()
+    name = hashlib.sha1(png).hexdigest()[:20] + ".png"
+    target = Path(folder) / "course-frames" / lesson / name
+    target.parent.mkdir(parents=True, exist_ok=True)
+    if not target.exists():
+        target.write_bytes(png)
+    return f"../_static/course-frames/{lesson}/{name}"
+
+
+def slider_html(box, controls, image, lesson):
+    """The page's slider: a range input (or a menu) per control, over the frames' images."""
+    import html
+    import json
+
+    frames, order = slider_frames(controls, image)
+    number = _COUNT[lesson] = _COUNT.get(lesson, 0) + 1
+    data = [{"v": list(key), "src": _frame_source(png, lesson)} for key, png in frames.items()]
+    first = frames.get(tuple(str(c._options_labels[c.index]) for c in controls), next(iter(frames.values())))
+    width = str(image.layout.width or "")
+    width = int(float(width[:-2])) if width.endswith("px") else None
+    parts = [f'<div class="course-slider" data-model="{box.model_id}" data-order="{json.dumps(order)}" '
+             f'data-frames="{html.escape(json.dumps(data))}">']
+    for i, control in enumerate(controls):
+        ident = f"course-slider-{lesson}-{number}-{i}"
+        labels = [str(label) for label in control._options_labels]
+        name = html.escape(control.description or f"control {i + 1}")
+        parts.append(f'<div class="course-slider-control"><label for="{ident}">{name}</label>')
+        if type(control).__name__.endswith("Slider"):
+            parts.append(f'<input type="range" id="{ident}" min="0" max="{len(labels) - 1}" step="1" '
+                         f'value="{control.index}" data-labels="{html.escape(json.dumps(labels))}">'
+                         f'<output for="{ident}">{html.escape(labels[control.index])}</output>')
+        else:
+            options = "".join(f'<option value="{j}"{" selected" * (j == control.index)}>'
+                              f"{html.escape(label)}</option>" for j, label in enumerate(labels))
+            parts.append(f'<select id="{ident}" data-labels="{html.escape(json.dumps(labels))}">'
+                         f"{options}</select>")
+        parts.append("</div>")
+    at = ", ".join(f"{c.description} = {c._options_labels[c.index]}" for c in controls)
+    size = f' width="{int(width)}"' if width else ""
+    parts.append(f'<img class="course-slider-figure" alt="the figure at {html.escape(at)}"{size} '
+                 f'src="{_frame_source(first, lesson)}">')
+    parts.append(f'<p class="course-slider-caption">{html.escape(FRAMES_CAPTION)}</p></div>')
+    return "".join(parts)
+
+
+def show_slider_frames(lesson):
+    """(In the build's kernel, :data:`FRAMES_CELL`) show each slider built since the last call
+    as a plain HTML slider over its frames, rendered now."""
+    from IPython.display import HTML, display
+
+    for box, controls, image in _slider_boxes():
+        display(HTML(slider_html(box, controls, image, lesson)))
+        _SHOWN.update(w.model_id for w in _descendants(box))
+    _SHOWN.update(w.model_id for w in _all_widgets())
+
+
 def stage(source, root=ROOT):
     """Write Sphinx's input into ``source`` (replaced): the landing page and the lesson copies."""
     if source.exists():
@@ -272,6 +452,7 @@ def stage(source, root=ROOT):
         nb = nbformat.read(str(root / path), as_version=4)
         nb = with_how_to_run(with_binder_badge(nb, path), path)
         nb = with_measurements_dated(without_notebook_instructions(with_setup_removed(nb)), built)
+        nb = with_slider_frames(nb, lesson)
         nbformat.write(with_exercises_as_exercises(nb, path), str(source / path))
     readme = (root / "README.md").read_text(encoding="utf-8")
     (source / "index.md").write_text(index_page(lessons, readme, source / "notebooks"), encoding="utf-8")
@@ -328,6 +509,11 @@ def build(out=DEFAULT_OUT, root=ROOT, python=sys.executable):
     env = dict(os.environ, MPLBACKEND="module://matplotlib_inline.backend_inline",
                PYTHONPATH=os.pathsep.join(filter(None, [str(root), os.environ.get("PYTHONPATH")])))
     env.pop(run_cache.ENV, None)   # the website trains for real, even inside a test run: lesson 09 prints how long
+    frames = out / "frames"
+    if frames.exists():
+        shutil.rmtree(frames)
+    (frames / "course-frames").mkdir(parents=True)
+    env[FRAMES_ENV] = str(frames)
     mathjax = stage_mathjax(out / "static")
     if mathjax is not None:
         env[MATHJAX_ENV] = str(mathjax)
