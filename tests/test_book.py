@@ -196,6 +196,52 @@ def test_every_lesson_page_says_it_is_a_recorded_run_and_where_to_run_it():
     assert course.colab_url(path) in cells[1].source and cells[2].source == "Text."
 
 
+def dependent_sliders():
+    """Two sliders as lesson 11's: the first (listed second) sets the choices of the other, and a
+    picture that shows both values."""
+    import ipywidgets
+    from matplotlib.figure import Figure
+
+    from helpers import widgets
+
+    heads = widgets.choice_slider([1, 2, 4], 4, "heads")
+    kv = widgets.choice_slider(widgets.divisors(4), 2, "kv")
+    image = ipywidgets.Image(format="png")
+    fig = Figure(figsize=(1, 1))
+
+    def redraw(change=None):
+        fig.clf()
+        fig.text(0.1, 0.5, f"{heads.value}/{kv.value}")
+        image.value = widgets.png_of(fig)
+
+    def heads_moved(change):
+        kv.options = widgets.divisors(change["new"])
+        kv.value = max(d for d in kv.options if d <= kv.value or d == 1)
+
+    heads.observe(heads_moved, names="value")
+    heads.observe(redraw, names="value")
+    kv.observe(redraw, names="value")
+    redraw()
+    return ipywidgets.VBox([kv, heads, image]), kv, heads, image
+
+
+def test_slider_frames_visit_every_position_of_controls_that_set_each_others_choices():
+    box, kv, heads, image = dependent_sliders()
+    frames, order = book.slider_frames([kv, heads], image)
+    assert order == [1, 0]                                  # heads first: it sets kv's choices
+    assert sorted(frames) == sorted([("1", "1"), ("1", "2"), ("2", "2"), ("1", "4"), ("2", "4"), ("4", "4")])
+    assert len(set(frames.values())) == 6                   # each its own picture
+    assert (heads.value, kv.value) == (4, 2)                # put back where they started
+
+
+def test_a_slider_with_many_positions_keeps_a_few_and_its_start():
+    from helpers import widgets
+
+    slider = widgets.choice_slider(list(range(33)), 13, "q")
+    steps = book._steps(slider)
+    assert 9 <= len(steps) <= book.MAX_STEPS and {0, 13, 32} <= set(steps)
+
+
 # --- the built site, in a browser -------------------------------------------------------------
 
 def unavailable_reason():

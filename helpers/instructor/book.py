@@ -338,10 +338,12 @@ def _drivers_first(controls):
     drivers = []
     for control in controls:
         others = [tuple(c._options_labels) for c in controls if c is not control]
-        start = control.index
-        control.index = (start + 1) % len(control.options)
+        before = {id(c): c._options_labels[c.index] for c in controls}
+        control.index = (control.index + 1) % len(control.options)
         changed = others != [tuple(c._options_labels) for c in controls if c is not control]
-        control.index = start
+        for c in [control] + [c for c in controls if c is not control]:     # back as they were
+            if before[id(c)] in c._options_labels:
+                c.index = list(c._options_labels).index(before[id(c)])
         drivers.append(changed)
     return [c for c, d in zip(controls, drivers) if d] + [c for c, d in zip(controls, drivers) if not d]
 
@@ -354,8 +356,8 @@ def slider_frames(controls, image):
     position redraws the picture through the slider's own code, and the picture is kept
     under the positions the controls then show. The controls go back to where they started.
     """
+    start = {id(c): c._options_labels[c.index] for c in controls}
     order = _drivers_first(controls)
-    start = {id(c): c.index for c in order}
     frames = {}
 
     def visit(i):
@@ -369,8 +371,10 @@ def slider_frames(controls, image):
             visit(i + 1)
 
     visit(0)
-    for control in order:
-        control.index = start[id(control)]
+    for control in order:                  # drivers first: each then offers its starting choice again
+        labels = list(control._options_labels)
+        if start[id(control)] in labels:
+            control.index = labels.index(start[id(control)])
     return frames, [controls.index(c) for c in order]
 
 
