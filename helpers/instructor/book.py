@@ -425,7 +425,12 @@ def slider_html(box, controls, image, lesson):
     size = f' width="{int(width)}"' if width else ""
     parts.append(f'<img class="course-slider-figure" alt="the figure at {html.escape(at)}"{size} '
                  f'src="{_frame_source(first, lesson)}">')
-    parts.append(f'<p class="course-slider-caption">{html.escape(FRAMES_CAPTION)}</p></div>')
+    caption = FRAMES_CAPTION
+    for control in controls:
+        shown, total = len(_steps(control)), len(control.options)
+        if shown < total:
+            caption += f" On this page {control.description} takes {shown} of its {total} positions."
+    parts.append(f'<p class="course-slider-caption">{html.escape(caption)}</p></div>')
     return "".join(parts)
 
 
