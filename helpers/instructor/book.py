@@ -56,9 +56,9 @@ generating text with a KV cache. NumPy, matplotlib and ipywidgets only: no deep-
 framework.
 
 Each page below is a lesson, run from top to bottom: every figure and number on it was
-computed when this site was built. Each exercise has a "Try it" box: to do it, and to move
-the sliders, open the lesson in Colab or on Binder (the links on each page), or on your
-machine: `make lab` in a clone of the course.
+computed when this site was built, and its sliders move on the page (each position drawn
+then). Each exercise has a "Try it" box: to do it, open the lesson in Colab or on Binder
+(the links on each page), or on your machine: `make lab` in a clone of the course.
 
 {binder}
 """
@@ -203,9 +203,9 @@ def with_measurements_dated(nb, built=None):
 
 #: Under the badges of every lesson page: what the page is, and where to run it.
 HOW_TO_RUN = ("*This page is the lesson as it ran when the site was built: every figure and number "
-              "below was computed then. To run it yourself, move its sliders and do its exercises, "
-              "open it in [Colab]({colab}) or on [Binder]({binder}) (a free JupyterLab in your "
-              "browser).*")
+              "below was computed then, and each slider shows the figures drawn then. To run it "
+              "yourself and do its exercises, open it in [Colab]({colab}) or on [Binder]({binder}) "
+              "(a free JupyterLab in your browser).*")
 
 TRY_IT = """```{{admonition}} Try it: {name}
 :class: tip course-try-it
