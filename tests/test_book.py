@@ -642,7 +642,7 @@ def test_on_a_phone_the_contents_button_opens_the_pages_contents(phone, server):
         opened = page.evaluate("""() => { const d = document.querySelector('#pst-secondary-sidebar-modal');
             return d && d.open && d.getBoundingClientRect().width > 100; }""")
         assert opened
-        assert page.locator("#pst-secondary-sidebar-modal .bd-toc-nav a").first.is_visible()
+        assert page.locator("#pst-secondary-sidebar-modal nav.page-toc a").first.is_visible()
     finally:
         page.close()
 
