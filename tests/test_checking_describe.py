@@ -214,3 +214,119 @@ def test_without_a_pattern_the_generic_difference_is_kept():
     got = _expected(EXERCISES["attention_scores"], case).copy()
     got[0, 0] += 1.0
     assert _said("attention_scores", got, case) is None
+
+
+# ------------------------------------------------------------ inputs that hold lists and dicts of arrays
+def _stack_like(rng, n, cache_len):
+    """A case shaped like patched_stack's and attention_decode_step's: a list of per-layer
+    weight tuples and a cache dict of arrays, next to an array whose leading size is n."""
+    layers = [(rng.standard_normal((4, 4)), rng.standard_normal((4, 4))) for _ in range(2)]
+    cache = {"K": rng.standard_normal((2, cache_len, 3)), "V": rng.standard_normal((2, cache_len, 3))}
+    return Case((rng.standard_normal((n, 4)), layers, cache))
+
+
+def _sum_of_everything(X, layers, cache):
+    return X.sum(axis=1) + sum(a.sum() + b.sum() for a, b in layers) + cache["K"].sum()
+
+
+STACK_LIKE = Exercise(
+    name="stack_like", lesson="00", reference=_sum_of_everything,
+    make_cases=lambda rng, hidden: [_stack_like(rng, 5, 3), _stack_like(rng, 5, 4), _stack_like(rng, 6, 3)])
+
+
+@pytest.mark.parametrize("second", [1, 2], ids=["same n, a longer cache", "another n"])
+def test_right_on_an_earlier_case_of_lists_and_dicts_of_arrays_is_judged_without_raising(second):
+    # the crash of issue 37: comparing the layouts of two such cases with != raised
+    # "the truth value of an array ... is ambiguous", and the grader gave 0 points.
+    cases = STACK_LIKE.cases()
+    first = cases[0]
+
+    def right_on_the_first_only(X, layers, cache):
+        got = _sum_of_everything(X, layers, cache)
+        return got if cache["K"].shape == first.args[2]["K"].shape and len(X) == 5 else got + 1
+
+    report = evaluate(STACK_LIKE, right_on_the_first_only, [first, cases[second]])
+    assert report.passed == 1 and "it was right on an input of other sizes" in report.failures[0]
+
+
+def test_a_size_is_blamed_on_a_notebook_variable_only_when_the_function_reads_one():
+    first = EXERCISES["merge_heads"].cases()[0].args[0]
+    namespace = {"n": first.shape[1], "np": np}
+    exec("def merge_with_the_notebooks_n(H):\n    return H.transpose(1, 0, 2).reshape(n, -1)\n", namespace)
+    report = evaluate(EXERCISES["merge_heads"], namespace["merge_with_the_notebooks_n"],
+                      stop_at_first_failure=True)
+    assert f"the notebook variable `n` (= {first.shape[1]})" in report.failures[0]
+
+
+def test_without_evidence_of_a_fixed_size_the_plain_difference_is_said():
+    # the size comes from another input (here: the first case's lengths), not from a variable
+    exercise = Exercise(name="ones", lesson="00", reference=lambda lengths, n: np.ones((len(lengths), n)),
+                        make_cases=lambda rng, hidden: [Case(([1, 3], 3)), Case(([1, 2], 3))])
+
+    def as_wide_as_the_longest(lengths, n):
+        return np.ones((len(lengths), max(lengths)))
+
+    report = evaluate(exercise, as_wide_as_the_longest)
+    message = report.failures[0]
+    assert "has shape (2, 2), expected (2, 3)" in message and "notebook variable" not in message
+
+
+def test_an_additive_minus_inf_mask_with_a_wrong_band_is_told_boolean_first():
+    # mistral-inference's log(tril/triu): 0 / -inf, one diagonal wider than asked
+    expected = np.tril(np.ones((5, 5), dtype=bool)) & np.triu(np.ones((5, 5), dtype=bool), -1)
+    wider = np.tril(np.ones((5, 5), dtype=bool)) & np.triu(np.ones((5, 5), dtype=bool), -2)
+    with np.errstate(divide="ignore"):
+        got = np.log(wider.astype(float))
+    exercise = Exercise(name="band_mask", lesson="00", reference=lambda n: expected,
+                        make_cases=lambda rng, hidden: [Case((5,))])
+    message = evaluate(exercise, lambda n: got).failures[0]
+    assert "must return a boolean mask" in message and "finite" not in message
+    assert "3 entries differ" in message
+
+
+def test_an_output_made_with_the_shape_of_one_input_is_told_so():
+    # damek's FlashAttention port: O = zeros_like(Q), which has d_k columns where d_v belongs
+    exercise = EXERCISES["online_softmax_attention"]
+
+    def out_like_Q(Q, K, V, block_size=128):
+        return np.zeros_like(Q)
+
+    message = evaluate(exercise, out_like_Q, stop_at_first_failure=True).failures[0]
+    assert "the shape of the input Q" in message and "np.zeros_like(Q)" in message
+
+
+def _patched_without_the_source_residual(X, X_source, layers, num_heads, layer, positions, mask=None):
+    """Learner set 911's patched_stack wrong#2: the source run keeps only the last update."""
+    source = X_source
+    for W in layers[:layer]:
+        update = reference.multi_head_attention(source, *W, num_heads, mask)[0]
+        source = update                                       # forgot: source + update
+    chosen = np.zeros(X.shape[:2], dtype=bool)
+    chosen[np.arange(len(X))[:, None], positions] = True
+    for number, W in enumerate(layers, start=1):
+        out, weights = reference.multi_head_attention(X, *W, num_heads, mask)
+        X = X + (np.where(chosen[..., None], update, out) if number == layer else out)
+    return X, weights
+
+
+def _decode_with_the_cache_cut(x, cache, W_q, W_k, W_v, W_o, num_heads, num_kv_heads=None, window=None):
+    """Learner set 911's decode wrong#13: the returned cache cut to window - 1 tokens."""
+    out, new = reference.attention_decode_step(x, cache, W_q, W_k, W_v, W_o, num_heads, num_kv_heads, window)
+    if window is not None:
+        new = {k: v[..., -(window - 1):, :] if window > 1 else v[..., :0, :] for k, v in new.items()}
+    return out, new
+
+
+# grading seeds on which describe's comparison of list and dict inputs raised (before the fix)
+@pytest.mark.parametrize("name, fn, seeds", [
+    ("patched_stack", _patched_without_the_source_residual, [3, 5, 31]),
+    ("attention_decode_step", _decode_with_the_cache_cut, [2, 5, 6]),
+], ids=["patched_stack", "attention_decode_step"])
+def test_grading_a_wrong_version_on_list_and_dict_inputs_never_raises(name, fn, seeds):
+    from helpers.instructor.grading.kernel import exercise_seed
+
+    exercise = EXERCISES[name]
+    for seed in seeds:
+        report = evaluate(exercise, fn, exercise.cases(hidden=True, seed=exercise_seed(seed, name)))
+        assert 0 < report.passed < report.total
+        assert not any("ambiguous" in message for message in report.failures)

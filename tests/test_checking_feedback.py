@@ -1,8 +1,8 @@
 """Feedback every check shares, tested over the whole catalogue and on small hand-made inputs:
 
 - a result that should be an array but is a (nested) list is refused: "return a NumPy array";
-- a float32 answer is either accepted (the exercise says float32 is fine) or told that its
-  dtype is the problem, never "got 2.9154, expected 2.9154";
+- a float32 answer is told that float32 is the problem (one policy: helpers.checking's
+  docstring), never "got 2.9154, expected 2.9154", and costs one case in the grader;
 - -inf where a finite number belongs is not called "an overflow";
 - values returned in the wrong order are named as such;
 - a learner's helper that is wrong (their softmax inside their attention) is named,
@@ -82,29 +82,21 @@ FLOAT_INPUTS = [n for n in ARRAY_RESULTS
                        for a in EXERCISES[n].cases()[0].args)]
 
 
-@pytest.mark.parametrize("name", FLOAT_INPUTS)
-def test_a_float32_answer_is_accepted_or_told_its_dtype(name):
-    exercise = EXERCISES[name]
-    report = evaluate(exercise, _in_float32(exercise), stop_at_first_failure=True)
-    if exercise.float32_ok:
-        assert report.ok, report.failures
-    else:
-        assert report.ok or "float32" in report.failures[0], report.failures
-
-
 @pytest.mark.parametrize("hidden", [False, True])
 @pytest.mark.parametrize("name", FLOAT_INPUTS)
-def test_a_float32_answer_gets_the_same_verdict_on_every_case(name, hidden):
-    """Accepted on every case (float32_ok) or told its dtype on every case where it is not
-    simply right: never accepted on one case and rejected for its values on another."""
+def test_a_float32_answer_is_told_so_and_costs_one_case(name, hidden):
+    """Every message names float32, on every exercise, visible or hidden: never accepted on one
+    case and rejected for its values on another. Where float32 is the only fault, the grader
+    takes one case off, however many show it (where float32 arithmetic makes the values
+    really wrong, as finite differences with a small eps, each such case counts)."""
     exercise = EXERCISES[name]
     report = evaluate(exercise, _in_float32(exercise), exercise.cases(hidden=hidden),
                       blame_helpers=False)
-    if exercise.float32_ok:
-        assert report.ok, report.failures
-    else:
-        assert report.failures, "a float32 answer to float64 inputs passed every case"
-        assert all("float32" in message for message in report.failures), report.failures
+    if report.ok:             # float32 arithmetic happened to reproduce float64 on every case
+        return
+    assert all("float32" in message for message in report.failures), report.failures
+    if all("precision" in message for message in report.failures):   # right but for float32
+        assert len(report.failures) == 1 and report.passed == report.total - 1
 
 
 def test_the_value_message_names_the_entry_outside_the_tolerance_not_the_largest_difference():
@@ -112,13 +104,6 @@ def test_the_value_message_names_the_entry_outside_the_tolerance_not_the_largest
     got = np.array([1000.0005, 1.00001])          # first: within rtol 1e-6 of 1000; second: not
     message = difference(got, expected, "m", 1e-6, 1e-12)
     assert "at index (1,)" in message and "1 of 2 entries" in message
-
-
-@pytest.mark.parametrize("name", ["project_qkv", "cross_project_qkv", "attention_scores",
-                                  "softmax", "scaled_dot_product_attention"])
-def test_lessons_01_to_03_accept_float32_within_its_precision(name):
-    exercise = EXERCISES[name]
-    assert evaluate(exercise, _in_float32(exercise), exercise.cases(hidden=True)).ok
 
 
 def test_float32_that_only_rounding_separates_is_told_dtype_when_not_accepted():

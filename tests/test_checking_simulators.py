@@ -69,7 +69,7 @@ def test_a_simulator_with_no_mistake_on_gives_the_reference(name, simulator, hid
             expected = exercise.reference(*_copy(case).args, **_copy(case).kwargs)
             got = simulator(*_copy(case).args, **_copy(case).kwargs)
         names = exercise.outputs if len(exercise.outputs) > 1 else exercise.outputs[0]
-        diff = difference(got, expected, names, exercise.rtol, exercise.atol, exercise.float32_ok)
+        diff = difference(got, expected, names, exercise.rtol, exercise.atol)
         if diff:
             wrong.append(f"{case.label}: {diff}")
     assert not wrong, "\n".join(wrong)

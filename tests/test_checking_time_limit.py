@@ -153,7 +153,9 @@ def test_a_timer_of_our_own_running_is_put_back_with_the_time_it_had_left():
         signal.signal(signal.SIGALRM, previous)
 
 
-def test_the_check_of_how_it_works_has_a_time_limit_too():
+def test_the_check_of_how_it_works_has_a_time_limit_and_passing_values_pass_with_a_note():
+    # the grader runs the inspection with no limit and accepts a slow right function:
+    # the notebook's check must not reject it for its speed alone
     def slow_inspection(fn):
         while True:
             fn(1)
@@ -162,7 +164,7 @@ def test_the_check_of_how_it_works_has_a_time_limit_too():
                         make_cases=lambda rng, hidden: [Case((3.0,))], inspect=slow_inspection,
                         time_limit=0.1)
     report = evaluate(exercise, lambda x: 2 * x, time_limit=0.1)
-    assert not report.ok and "did not finish within 0.4 s" in report.failures[0]
+    assert report.ok and "stopped it after 0.4 s, so that part was not judged" in report.notes[0]
 
 
 # ------------------------------------------------------------ in a real kernel

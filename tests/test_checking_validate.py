@@ -37,3 +37,15 @@ def test_exercise_without_validate_compares_values_only():
     exercise = _exercise([])
     exercise.validate = None
     assert evaluate(exercise, lambda n: np.ones(n)).ok
+
+
+def test_a_mistake_that_is_right_on_the_case_is_not_told_to_a_right_valued_answer():
+    # the 09-11 report: a key padding mask with right values in float32 was told "the slice
+    # :-0 ..." on cases where that mistake happens to give the right mask
+    from helpers.checking import Mistake
+
+    exercise = _exercise([])
+    exercise.mistakes = [Mistake("one too many", lambda n: np.ones(n, dtype=bool) if n == 3
+                                 else np.ones(n + 1, dtype=bool))]
+    report = evaluate(exercise, lambda n: np.ones(n, dtype=np.float32))
+    assert report.failures == ["on input n=2: must be boolean", "on input n=3: must be boolean"]

@@ -94,7 +94,6 @@ SOFTMAX_RIGHT = {
     "log-sum-exp": logsumexp_softmax,
     "loops": loop_softmax,
     "apply_along_axis": apply_along,
-    "in float32": lambda x, axis=-1: reference.softmax(np.asarray(x, dtype=np.float32), axis),
 }
 
 
@@ -109,6 +108,8 @@ MASK_WRONG = {
                           "diagonal is excluded"),
     "inverted (True = masked)": (lambda n: np.triu(np.ones((n, n), dtype=bool), k=1),
                                  "mask is inverted"),
+    "PyTorch's torch.triu(ones, diagonal=1) (True = blocked)": (
+        lambda n: np.triu(np.ones((n, n)), k=1).astype(bool), "PyTorch's convention"),
     "floats, not booleans": (lambda n: np.tril(np.ones((n, n))), "dtype is float64"),
     "ints, not booleans": (lambda n: np.tril(np.ones((n, n), dtype=int)), "return a boolean array"),
     "wrong size": (lambda n: np.tril(np.ones((n + 1, n + 1), dtype=bool)), "has shape"),
@@ -249,7 +250,7 @@ ATTENTION_WRONG = {
         lambda Q, K, V, mask=None: attention(Q, K, V, mask, after=True),
         "applied after the softmax without renormalising"),
     "mask inverted": (lambda Q, K, V, mask=None: attention(Q, K, V, None if mask is None else ~mask),
-                      "mask is inverted"),
+                      "the opposite of PyTorch's attn_mask"),
     "mask inverted, no empty-row fix": (
         lambda Q, K, V, mask=None: attention(Q, K, V, None if mask is None else ~mask,
                                              fix_empty=False), "mask is inverted"),
@@ -323,8 +324,6 @@ ATTENTION_RIGHT = {
     "einsum and log-free stable softmax": einsum_attention,
     "loops": loop_attention,
     "large negative then zero empty rows": large_negative_then_zero,
-    "in float32": lambda Q, K, V, mask=None: reference.scaled_dot_product_attention(
-        Q.astype(np.float32), K.astype(np.float32), V.astype(np.float32), mask),
     "reference pieces": lambda Q, K, V, mask=None: (
         lambda w: (w @ V, w))(reference.softmax(
             np.where(True if mask is None else mask, reference.attention_scores(Q, K), -np.inf))),
@@ -353,3 +352,13 @@ def test_softmax_cases_never_ask_for_an_all_minus_inf_row():
         for case in EXERCISES["softmax"].cases(hidden):
             x = np.moveaxis(case.args[0], case.kwargs.get("axis", -1), -1)
             assert not np.isneginf(x).all(axis=-1).any()
+
+
+# One float32 policy for every exercise (helpers.checking): told so, one case off in the grader.
+SOFTMAX_WRONG["in float32"] = (
+    lambda x, axis=-1: reference.softmax(np.asarray(x, dtype=np.float32), axis), "float32")
+
+
+# One float32 policy for every exercise (helpers.checking): told so, one case off in the grader.
+ATTENTION_WRONG["in float32"] = (lambda Q, K, V, mask=None: reference.scaled_dot_product_attention(
+        Q.astype(np.float32), K.astype(np.float32), V.astype(np.float32), mask), "float32")

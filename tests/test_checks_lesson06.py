@@ -94,7 +94,29 @@ def log_sum_exp_running(Q, K, V, block_size=128):
     return out
 
 
+def flash2_port(Q, K, V, block_size=128):
+    """A FlashAttention-2 port (Dao 2023, Algorithm 1): an outer Python loop per query block,
+    an inner one per key block, each query tile with its own running max, sum and output."""
+    n_q, d = Q.shape
+    out = np.zeros((n_q, V.shape[1]))
+    for i in range(0, n_q, block_size):
+        Q_i = Q[i:i + block_size]
+        m_i, l_i = np.full(len(Q_i), -np.inf), np.zeros(len(Q_i))
+        O_i = np.zeros((len(Q_i), V.shape[1]))
+        for j in range(0, K.shape[0], block_size):
+            S_ij = Q_i @ K[j:j + block_size].T / np.sqrt(d)
+            m_new = np.maximum(m_i, S_ij.max(axis=1))
+            P_ij = np.exp(S_ij - m_new[:, None])
+            alpha = np.exp(m_i - m_new)
+            l_i = alpha * l_i + P_ij.sum(axis=1)
+            O_i = alpha[:, None] * O_i + P_ij @ V[j:j + block_size]
+            m_i = m_new
+        out[i:i + block_size] = O_i / l_i[:, None]
+    return out
+
+
 RIGHT = {
+    "FlashAttention-2 port, a loop per query block": flash2_port,
     "per-row running sum": lambda Q, K, V, block_size=128: tiled(Q, K, V, block_size),
     "two passes": two_pass,
     "running log-sum-exp": log_sum_exp_running,
@@ -299,3 +321,17 @@ WRONG_BY_EXERCISE = {"online_softmax_attention": {**WRONG, **GRID_WRONG["online_
                      "causal_online_softmax_attention": {
                          **CAUSAL_WRONG, **GRID_WRONG["causal_online_softmax_attention"]}}
 RIGHT_BY_EXERCISE = {"online_softmax_attention": RIGHT, "causal_online_softmax_attention": CAUSAL_RIGHT}
+
+
+def test_a_loop_per_query_block_that_the_probe_stops_passes_with_a_note():
+    # the grader runs the probe with no time limit and gives full marks: the check must not
+    # reject it for its speed (here a limit small enough to stop the probe on any machine)
+    exercise = EXERCISES["online_softmax_attention"]
+    report = evaluate(exercise, flash2_port, time_limit=0.05)
+    assert report.ok and "so that part was not judged" in report.notes[0]
+
+
+def test_the_probe_runs_a_quarter_as_many_queries_as_keys_where_n_q_may_differ():
+    fn, sizes = sizes_it_ran_on(flash2_port)
+    assert EXERCISES["online_softmax_attention"].inspect(fn) is None
+    assert sizes[-1] == lesson06.PROBE_N // 4

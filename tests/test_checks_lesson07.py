@@ -33,6 +33,8 @@ def jacobian_rows(y, dy, axis=-1, sign=1.0):
 
 
 SOFTMAX_WRONG = {
+    "y - dy (the softmax + cross-entropy shortcut)": (lambda y, dy, axis=-1: y - dy,
+                                                      "followed by cross-entropy"),
     "diagonal only": (lambda y, dy, axis=-1: y * (1 - y) * dy, "only the diagonal of the Jacobian"),
     "no factor y": (lambda y, dy, axis=-1: dy - (dy * y).sum(axis=axis, keepdims=True),
                     "the factor y in front is missing"),
@@ -132,6 +134,17 @@ ATTENTION_WRONG = {
                                        "which loses the mask"),
 }
 
+def attention_with_dot_T(Q, K, V, W, d_out):
+    """Right in 2-D, but .T reverses every axis of a (h, n, d) array."""
+    dV = W.T @ d_out
+    dW = d_out @ V.T
+    dS = W * (dW - (dW * W).sum(axis=-1, keepdims=True))
+    scale = 1 / np.sqrt(Q.shape[-1])
+    return dS @ K * scale, dS.T @ Q * scale, dV
+
+
+ATTENTION_WRONG[".T instead of swapaxes"] = (attention_with_dot_T, "`.T` reverses every axis")
+
 ATTENTION_RIGHT = {
     "einsum": attention_by_einsum,
     "matmul and swapaxes": attention_by_matmul,
@@ -228,7 +241,7 @@ NUMERICAL_RIGHT = {
 
 # ---------------------------------------------------------------- multi_head_attention_backward
 def mha_backward_loop(X, W_q, W_k, W_v, W_o, h, d_out, mask=None, *, W_o_T=True, dW_o_T=False,
-                      dW_T=False, dX_paths="qkv", heads="sum", scale=True, use_mask=True):
+                      dW_T=False, dX_paths="qkv", heads="sum", scale=True, use_mask=True, dX_W=True):
     """A learner's multi-head backward: a loop over heads with column slices."""
     n, d_model = X.shape
     d_head = d_model // h
@@ -260,7 +273,9 @@ def mha_backward_loop(X, W_q, W_k, W_v, W_o, h, d_out, mask=None, *, W_o_T=True,
             else:
                 grads[key][:, c] = X.T @ d
             if key[-1] in dX_paths:
-                dX_h += d @ W[:, c].T
+                dX_h += d @ W[:, c].T if dX_W else np.zeros_like(X)
+        if not dX_W:                                    # uesina15's grad_q + grad_k + grad_v
+            dX_h[:, c] = dQ + dK + dV
         dX_heads.append(dX_h)
     grads["X"] = {"sum": sum(dX_heads), "mean": sum(dX_heads) / h, "last": dX_heads[-1]}[heads]
     return grads
@@ -292,6 +307,11 @@ MHA_WRONG = {
                         "the gradient of W_o is transposed"),
     "dW_q, dW_k, dW_v transposed": (lambda *a, mask=None: mha_backward_loop(*a, mask, dW_T=True),
                                     "the gradients of W_q, W_k, W_v are transposed"),
+    "all four weight gradients transposed": (
+        lambda *a, mask=None: mha_backward_loop(*a, mask, dW_T=True, dW_o_T=True),
+        "all four weight gradients are transposed"),
+    "dX = dQ + dK + dV, no weight matrices": (
+        lambda *a, mask=None: mha_backward_loop(*a, mask, dX_W=False), "without the weight matrices"),
     "dX through Q only": (lambda *a, mask=None: mha_backward_loop(*a, mask, dX_paths="q"),
                           "dX only has the path through Q"),
     "dX not summed over heads (last head)": (

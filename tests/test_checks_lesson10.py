@@ -223,7 +223,45 @@ def stack_first_position_only(X, layers, num_heads, layer, positions, mask=None)
     return X, weights
 
 
+def stack_rows_zeroed(X, layers, num_heads, layer, positions, mask=None):
+    """Zeroes the ablated layer's attention rows at the positions, and returns those weights."""
+    for number, matrices in enumerate(layers, start=1):
+        out, weights = multi_head_attention(X, *matrices, num_heads, mask)
+        if number == layer:
+            weights = weights.copy()
+            for b in range(len(X)):
+                weights[b, :, positions[b], :] = 0.0      # no attention there: no update
+                out[b, positions[b]] = 0.0
+        X = X + out
+    return X, weights
+
+
+def stack_back_to_embeddings(X, layers, num_heads, layer, positions, mask=None):
+    """At the positions, puts back the embeddings instead of the stream before the layer."""
+    X_0 = X.copy()
+    for number, matrices in enumerate(layers, start=1):
+        out, weights = multi_head_attention(X, *matrices, num_heads, mask)
+        X = X + out
+        if number == layer:
+            for b in range(len(X)):
+                X[b, positions[b]] = X_0[b, positions[b]]
+    return X, weights
+
+
+def stack_add_at(X, layers, num_heads, layer, positions, mask=None):
+    """Builds keep with np.add.at, lesson 08's habit for counting."""
+    keep = np.ones(X.shape[:2])
+    np.add.at(keep, (np.arange(len(X))[:, None], positions), -1.0)
+    for number, matrices in enumerate(layers, start=1):
+        out, weights = multi_head_attention(X, *matrices, num_heads, mask)
+        X = X + (out * keep[..., None] if number == layer else out)
+    return X, weights
+
+
 STACK_WRONG = {
+    "attention rows zeroed, those weights returned": (stack_rows_zeroed, "the attention weights' rows"),
+    "the stream reset to the embeddings": (stack_back_to_embeddings, "reset to the embeddings X"),
+    "keep built with np.add.at": (stack_add_at, "listed twice"),
     "the input zeroed": (stack_input_zeroed, "the layer's *input* was zeroed"),
     "positions[b, 0] only": (stack_first_position_only, "only the first position of each sentence"),
     "keep[:, positions] = 0": (stack_every_sentences_positions, "at *all* sentences' positions"),
@@ -333,7 +371,86 @@ def patch_source_sentence_0(X, X_source, layers, num_heads, layer, positions, ma
                        positions, mask)
 
 
+def patch_resid_pre(X, X_source, layers, num_heads, layer, positions, mask=None):
+    """TransformerLens's resid_pre habit: the source's stream copied in *before* the layer."""
+    S = X_source
+    for matrices in layers[:layer - 1]:
+        S = S + multi_head_attention(S, *matrices, num_heads, mask)[0]
+    for number, matrices in enumerate(layers, start=1):
+        if number == layer:
+            X = X.copy()
+            for b in range(len(X)):
+                X[b, positions[b]] = S[b, positions[b]]
+        out, weights = multi_head_attention(X, *matrices, num_heads, mask)
+        X = X + out
+    return X, weights
+
+
+def patch_up_to_layer(X, X_source, layers, num_heads, layer, positions, mask=None):
+    """Patches every layer from 1 to `layer`."""
+    found = updates_of(X_source, layers, num_heads, mask)
+    for number, matrices in enumerate(layers, start=1):
+        out, weights = multi_head_attention(X, *matrices, num_heads, mask)
+        if number <= layer:
+            for b in range(len(X)):
+                out[b, positions[b]] = found[number - 1][b, positions[b]]
+        X = X + out
+    return X, weights
+
+
+def patch_source_weights(X, X_source, layers, num_heads, layer, positions, mask=None):
+    """Right stream, but the weights of the source's own run."""
+    X_out, _ = patch_right(X, X_source, layers, num_heads, layer, positions, mask)
+    S = X_source
+    for matrices in layers:
+        out, weights = multi_head_attention(S, *matrices, num_heads, mask)
+        S = S + out
+    return X_out, weights
+
+
+def patch_added(X, X_source, layers, num_heads, layer, positions, mask=None):
+    """Adds the source's update to the run's own at the positions."""
+    lent = updates_of(X_source, layers, num_heads, mask)[layer - 1]
+    for number, matrices in enumerate(layers, start=1):
+        out, weights = multi_head_attention(X, *matrices, num_heads, mask)
+        if number == layer:
+            for b in range(len(X)):
+                out[b, positions[b]] += lent[b, positions[b]]
+        X = X + out
+    return X, weights
+
+
+def patch_every_prompt(X, X_source, layers, num_heads, layer, positions, mask=None):
+    """TransformerLens's `corrupted[:, pos] = clean[:, pos]`, handed (B, k) positions."""
+    lent = updates_of(X_source, layers, num_heads, mask)[layer - 1]
+    for number, matrices in enumerate(layers, start=1):
+        out, weights = multi_head_attention(X, *matrices, num_heads, mask)
+        if number == layer:
+            out[:, positions] = lent[:, positions]
+        X = X + out
+    return X, weights
+
+
+def patch_add_at(X, X_source, layers, num_heads, layer, positions, mask=None):
+    """A 0/1 patch weight built with np.add.at: a token listed twice gets 2."""
+    lent = updates_of(X_source, layers, num_heads, mask)[layer - 1]
+    m = np.zeros(X.shape[:2])
+    np.add.at(m, (np.arange(len(X))[:, None], positions), 1.0)
+    for number, matrices in enumerate(layers, start=1):
+        out, weights = multi_head_attention(X, *matrices, num_heads, mask)
+        if number == layer:
+            out = out + m[..., None] * (lent - out)
+        X = X + out
+    return X, weights
+
+
 PATCH_WRONG = {
+    "the layer's input patched (resid_pre)": (patch_resid_pre, "the layer's *input* was patched"),
+    "layers 1 .. layer patched": (patch_up_to_layer, "layers 1 to `layer` were all patched"),
+    "the source run's weights": (patch_source_weights, "the weights returned are the source run's"),
+    "the source's update added": (patch_added, "added on top of this run's own"),
+    "[:, positions]": (patch_every_prompt, "at *all* sentences' positions"),
+    "np.add.at weight": (patch_add_at, "listed twice"),
     "the update from X's own run": (patch_own_update, "nothing was patched"),
     "zeroed instead": (patch_zero, "the update was removed (set to 0)"),
     "the source's stream": (patch_source_stream, "the source's whole stream was copied in"),

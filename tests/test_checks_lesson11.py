@@ -8,6 +8,8 @@ in other ways must pass. Both tables (``WRONG_BY_EXERCISE``, ``RIGHT_BY_EXERCISE
 in test_checks_versions.py.
 """
 
+import functools
+
 import numpy as np
 import pytest
 
@@ -101,6 +103,13 @@ GQA_WRONG = {
         "one map per QUERY head"),
     "reshape without a transpose (lesson 04's trap)": (gqa_reshape_without_transpose,
                                                         "split with a reshape and no transpose"),
+    "always causal (is_causal=True)": (
+        lambda X, *a, mask=None: gqa_repeat(X, *a, np.tril(np.ones((len(X), len(X)), bool))
+                                            if mask is None else mask),
+        "a causal mask was applied although none was given"),
+    "masked_fill(mask, -inf): True = blocked": (
+        lambda *a, mask=None: gqa_repeat(*a, None if mask is None else np.logical_not(mask)),
+        "the mask was applied the wrong way round"),
 }
 
 GQA_RIGHT = {
@@ -130,7 +139,7 @@ WINDOW_WRONG = {
         lambda n, window: np.triu(np.ones((n, n), bool)) & ~np.triu(np.ones((n, n), bool), window),
         "upside down"),
     "notebook's window": (lambda n, w: np.tril(np.ones((n, n), bool)) & ~np.tril(np.ones((n, n), bool), -4),
-                          "the notebook's global window"),
+                          "the notebook's global `window`, set in section 4"),
     "excludes itself": (lambda n, window: (_ij(n)[0] - _ij(n)[1] > 0) & (_ij(n)[0] - _ij(n)[1] <= window),
                         "the token itself is left out"),
     "ints, not booleans": (lambda n, window: reference.sliding_window_mask(n, window).astype(int),
@@ -141,6 +150,11 @@ WINDOW_WRONG = {
     "an additive mask of -inf": (
         lambda n, window: np.where((_ij(n)[0] >= _ij(n)[1]) & (_ij(n)[0] - _ij(n)[1] < window), 0.0, -np.inf),
         "this is an additive mask"),
+    "log of a band of window + 1 (Mistral's reference code)": (
+        lambda n, window: np.where(np.triu(np.tril(np.ones((n, n))), -window) > 0, 0.0, -np.inf),
+        "this is an additive mask (0 where a token may attend, a large negative number where it "
+        "may not, to be added to the scores). Return the boolean mask itself: True where 0 <= i - j "
+        "< window, False elsewhere. Besides, each token sees window + 1 tokens"),
     "an additive mask of -1e9": (
         lambda n, window: -1e9 * ~((_ij(n)[0] >= _ij(n)[1]) & (_ij(n)[0] - _ij(n)[1] < window)),
         "this is an additive mask"),
@@ -157,9 +171,28 @@ WINDOW_RIGHT = {
 
 
 # ------------------------------------------------------------ attention_decode_step
-def decode(x, cache, W_q, W_k, W_v, W_o, num_heads, num_kv_heads=None, window=None, *,
-           attend_first=False, scale="head", tile=False, trim="after", use_W_o=True,
-           in_place=False, new_first=False, ring=False):
+def my_rope(x, p, base=10000.0, *, halves=False, width=None):
+    """A learner's RoPE of x (..., d) at one position p: pairs (2i, 2i+1) turned by p * base**(-2i/d).
+
+    ``halves``: Hugging Face's rotate_half pairs (i, i + d/2); ``width``: the d in the exponent.
+    """
+    d = x.shape[-1]
+    theta = p * base ** (-np.arange(0, d, 2) / (width or d))         # (d/2,)
+    c, s_ = np.cos(theta), np.sin(theta)
+    if halves:
+        a, b = x[..., :d // 2], x[..., d // 2:]
+        return np.concatenate([a * c - b * s_, a * s_ + b * c], axis=-1)
+    out = np.empty_like(x)
+    out[..., 0::2] = x[..., 0::2] * c - x[..., 1::2] * s_
+    out[..., 1::2] = x[..., 0::2] * s_ + x[..., 1::2] * c
+    return out
+
+
+def decode(x, cache, W_q, W_k, W_v, W_o, num_heads, num_kv_heads=None, window=None,
+           position=None, base=10000.0, *, attend_first=False, scale="head", tile=False,
+           trim="after", use_W_o=True, in_place=False, new_first=False, ring=False,
+           rope="q, k", pos=lambda position, t, window: position, halves=False, model_width=False,
+           own_base=None, merge_T=False):
     """The decode step as a learner writes it, with switches for the usual slips."""
     g = num_heads if num_kv_heads is None else num_kv_heads
     d_model = len(x)
@@ -169,8 +202,28 @@ def decode(x, cache, W_q, W_k, W_v, W_o, num_heads, num_kv_heads=None, window=No
     v = (x @ W_v).reshape(g, 1, d_head)
     K, V = cache["K"], cache["V"]
     t = K.shape[1]
+    k_store = k
+    if position is not None and rope:
+        p = pos(position, t, window)
+        turn = functools.partial(my_rope, p=p, base=own_base or base, halves=halves,
+                                 width=d_model if model_width else None)
+        q = turn(q)
+        if "k" in rope:
+            k = k_store = turn(k)
+        if rope == "q, k for attention only":
+            k_store = (x @ W_k).reshape(g, 1, d_head)
+        if "v" in rope:
+            v = turn(v)
+        if rope == "q, k and the cache again":
+            K = turn(K)
+    if k_store is not k:                    # attends with the rotated key, keeps the other
+        out = decode(x, cache, W_q, W_k, W_v, W_o, num_heads, num_kv_heads, window, position, base)[0]
+        new = decode(x, cache, W_q, W_k, W_v, W_o, num_heads, num_kv_heads, window)[1]
+        return out, new
     if window is not None and trim == "before":
         K, V = K[:, -window:], V[:, -window:]
+    if window is not None and trim == "keep window - 1, then append":
+        K, V = K[:, -(window - 1):], V[:, -(window - 1):]
     if ring and window is not None and t == window:        # full: overwrite the oldest slot
         K, V = K.copy(), V.copy()
         K[:, 0], V[:, 0] = k[:, 0], v[:, 0]
@@ -192,7 +245,7 @@ def decode(x, cache, W_q, W_k, W_v, W_o, num_heads, num_kv_heads=None, window=No
         out = A @ V[heads]                                     # (h, 1, d_head)
     if attend_first:
         K, V = np.concatenate([K, k], axis=1), np.concatenate([V, v], axis=1)
-    out = out.reshape(d_model)
+    out = out[:, 0].T.reshape(d_model) if merge_T else out.reshape(d_model)
     if use_W_o:
         out = out @ W_o
     if in_place:
@@ -201,16 +254,22 @@ def decode(x, cache, W_q, W_k, W_v, W_o, num_heads, num_kv_heads=None, window=No
     return out, {"K": K, "V": V}
 
 
-def decode_loop(x, cache, W_q, W_k, W_v, W_o, num_heads, num_kv_heads=None, window=None):
-    """Right: a loop over query heads, the cache cut with an explicit start index."""
+def decode_loop(x, cache, W_q, W_k, W_v, W_o, num_heads, num_kv_heads=None, window=None,
+                position=None, base=10000.0):
+    """Right: a loop over query heads, the cache cut with an explicit start index; RoPE with
+    the course's rope on each (1, d_head) head."""
     g = num_kv_heads or num_heads
     d_head = len(x) // num_heads
-    K = np.concatenate([cache["K"], (x @ W_k).reshape(g, 1, d_head)], axis=1)
+    k = (x @ W_k).reshape(g, 1, d_head)
+    q = (x @ W_q).reshape(num_heads, 1, d_head)
+    if position is not None:
+        k, q = reference.rope(k, [position], base), reference.rope(q, [position], base)
+    K = np.concatenate([cache["K"], k], axis=1)
     V = np.concatenate([cache["V"], (x @ W_v).reshape(g, 1, d_head)], axis=1)
     if window is not None:
         start = max(0, K.shape[1] - window)
         K, V = K[:, start:], V[:, start:]
-    q = x @ W_q
+    q = q.reshape(-1)
     parts = []
     for i in range(num_heads):
         j = i // (num_heads // g)
@@ -220,15 +279,24 @@ def decode_loop(x, cache, W_q, W_k, W_v, W_o, num_heads, num_kv_heads=None, wind
     return np.concatenate(parts) @ W_o, {"K": K, "V": V}
 
 
-def decode_via_gqa(x, cache, W_q, W_k, W_v, W_o, num_heads, num_kv_heads=None, window=None):
-    """Right: the single token as a one-row query against the cached keys, lesson 03's attention."""
+def decode_via_gqa(x, cache, W_q, W_k, W_v, W_o, num_heads, num_kv_heads=None, window=None,
+                   position=None, base=10000.0):
+    """Right: the single token as a one-row query against the cached keys, lesson 03's attention;
+    RoPE as complex numbers (each pair a + ib times e^(i p theta))."""
     g = num_kv_heads or num_heads
     d_head = len(x) // num_heads
-    new = {name: np.concatenate([cache[name], (x @ W).reshape(g, 1, d_head)], axis=1)
-           for name, W in (("K", W_k), ("V", W_v))}
+
+    def turn(a):                                                   # a (..., d_head)
+        if position is None:
+            return a
+        angles = position * base ** (-np.arange(0, d_head, 2) / d_head)
+        z = (a[..., 0::2] + 1j * a[..., 1::2]) * np.exp(1j * angles)
+        return np.stack([z.real, z.imag], axis=-1).reshape(a.shape)
+    new = {name: np.concatenate([cache[name], f((x @ W).reshape(g, 1, d_head))], axis=1)
+           for name, W, f in (("K", W_k, turn), ("V", W_v, lambda a: a))}
     if window:
         new = {name: A[:, -window:] for name, A in new.items()}
-    Qh = (x @ W_q).reshape(g, num_heads // g, d_head)            # (g, group, d_head)
+    Qh = turn((x @ W_q).reshape(g, num_heads // g, d_head))      # (g, group, d_head)
     out, _ = reference.scaled_dot_product_attention(Qh, new["K"], new["V"])   # per kv head
     return out.reshape(-1) @ W_o, new
 
@@ -253,6 +321,32 @@ DECODE_WRONG = {
     "the new token first": (lambda *a, **k: decode(*a, **k, new_first=True),
                             "holds its tokens in another order"),
     "a ring buffer": (lambda *a, **k: decode(*a, **k, ring=True), "A ring buffer that overwrites slot"),
+    "zeros for the first token": (
+        lambda x, cache, *a, **k: (np.zeros(len(x)) if cache["K"].shape[1] == 0
+                                   else decode(x, cache, *a, **k)[0], decode(x, cache, *a, **k)[1]),
+        "the first token (an empty cache) got an output of zeros"),
+    "heads merged with .T": (lambda *a, **k: decode(*a, **k, merge_T=True), "merged in the wrong order"),
+    "K[:, -(window - 1):], then append": (
+        lambda *a, **k: decode(*a, **k, trim="keep window - 1, then append"), "-0 is 0"),
+    # RoPE under the cache (position=, base=): the course's "most common cache bug" and its kin
+    "position accepted and ignored (**kwargs)":
+        (lambda *a, position=None, base=10000.0, **k: decode(*a, **k), "the position was not used"),
+    "key rotated for attention, cached unrotated":
+        (lambda *a, **k: decode(*a, **k, rope="q, k for attention only"), "cached UNROTATED"),
+    "only q rotated": (lambda *a, **k: decode(*a, **k, rope="q"), "only the query was rotated"),
+    "the whole cache rotated again each step":
+        (lambda *a, **k: decode(*a, **k, rope="q, k and the cache again"),
+         "every cached key was rotated again"),
+    "v rotated too": (lambda *a, **k: decode(*a, **k, rope="q, k, v"), "the values were rotated too"),
+    "positions from 1": (lambda *a, **k: decode(*a, **k, pos=lambda p, t, w: p + 1), "position + 1"),
+    "the cache's length as the position":
+        (lambda *a, **k: decode(*a, **k, pos=lambda p, t, w: t), "the cache's length as the position"),
+    "position % window": (lambda *a, **k: decode(*a, **k, pos=lambda p, t, w: p % w if w else p),
+                          "position % window"),
+    "HF's rotate_half (split halves)": (lambda *a, **k: decode(*a, **k, halves=True), "rotate_half"),
+    "frequencies over d_model": (lambda *a, **k: decode(*a, **k, model_width=True),
+                                 "frequencies were computed over d_model"),
+    "base not passed on": (lambda *a, **k: decode(*a, **k, own_base=10000.0), "ignored the `base`"),
 }
 
 DECODE_RIGHT = {
@@ -298,6 +392,8 @@ PADDING_WRONG = {
         "a sequence of length 0 was given key 0"),
     "an additive mask": (lambda lengths, n: np.where(padding_loop(lengths, n), 0, -1e9).astype(float),
                          "this is an additive mask"),
+    "max(lengths) wide": (lambda lengths, n: (np.arange(max(lengths)) < np.array(lengths)[:, None])[:, None],
+                          "max(lengths) wide, not n"),
 }
 
 PADDING_RIGHT = {

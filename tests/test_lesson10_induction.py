@@ -127,6 +127,60 @@ def test_removing_the_last_layer_at_the_source_cannot_change_the_querys_guess():
                                induction.accuracy(runs, data))
 
 
+def test_removing_from_every_side_is_removing_from_the_stream():
+    runs = induction.train_runs(2, seeds=[0], steps=5, dtype="float64")
+    data = induction.sample(np.random.default_rng(6), 50)
+    np.testing.assert_allclose(induction.ablate_at(runs, 1, "source", data, sides=("Q", "K", "V")),
+                               induction.ablate_at(runs, 1, "source", data))
+
+
+@pytest.mark.parametrize("side", ["Q", "K", "V"])
+def test_removing_from_one_side_is_what_layer_2_computes_from_two_streams(data, side):
+    # Built by hand with lesson 04's attention: layer 2's `side` projection reads the stream
+    # without layer 1's update at one token; the other two read the full stream.
+    params = induction.init_params(2, [3], d_model=D, dtype="float64")
+    tokens = data[0][:4]
+    keep = np.ones(tokens.shape)
+    keep[np.arange(4), [2, 5, 7, 9]] = 0
+    logits, _ = induction.forward(params, tokens, reads={"layer": 1, "keep": keep, "sides": (side,)})
+    p = one_run(params, 0)
+    causal = reference.causal_mask(tokens.shape[1])
+    X_0 = p["tok"][tokens] + p["pos"]
+    L1, L2 = p["layers"]
+    out_1, _ = reference.multi_head_attention(X_0, L1["W_q"], L1["W_k"], L1["W_v"], L1["W_o"], 1, causal)
+    X_1, stripped = X_0 + out_1, X_0 + out_1 * keep[..., None]
+    read = {name: (stripped if name == side else X_1) for name in "QKV"}
+    Q, K, V = read["Q"] @ L2["W_q"], read["K"] @ L2["W_k"], read["V"] @ L2["W_v"]
+    Z, _ = reference.scaled_dot_product_attention(Q, K, V, causal)
+    np.testing.assert_allclose(logits[0], (X_1 + Z @ L2["W_o"]) @ p["W_U"], atol=1e-10)
+
+
+def test_by_position_counts_and_averages_place_by_place(data):
+    runs = induction.train_runs(2, seeds=[0], steps=5, dtype="float64")
+    found = induction.by_position(runs, data)
+    tokens, first, second = data
+    logits, weights = induction.forward(induction.stack(runs), tokens)
+    rows, query, source = induction.inside_repeat(first, second)
+    once = induction.determined(data)
+    for j in range(1, induction.LENGTH):
+        assert found["previous"][0, j] == pytest.approx(np.mean([w[j, j - 1] for w in weights[0][0]]))
+        here = [k for k in range(len(rows)) if once[k] and source[k] == j]
+        assert found["answers"][j] == len(here)
+        if here:
+            right = [logits[0, rows[k], query[k]].argmax() == tokens[rows[k], query[k] + 1] for k in here]
+            assert found["accuracy"][0, j] == pytest.approx(np.mean(right))
+        else:
+            assert np.isnan(found["accuracy"][0, j])
+
+
+def test_the_example_place_is_determined_and_early():
+    sequence, query = induction.determined_example()
+    tokens, first, second = induction.test_set()
+    earlier = [j for j in range(query) if tokens[sequence, j] == tokens[sequence, query]]
+    assert len(earlier) == 1 and earlier[0] + 1 < 8
+    assert second[sequence] <= query < second[sequence] + induction.SEGMENT - 1
+
+
 # ------------------------------------------------------------------ the lesson's claims
 def trained(num_layers):
     """The lesson's five seeds (the notebooks' call, so that a test run trains them once)."""
@@ -167,6 +221,18 @@ def test_layer_2_copies_through_its_values(two):
 def test_layer_1_is_needed_at_the_key_side_not_the_query_side(two):
     assert (induction.ablate_at(two, 1, "source") <= 0.35).all()
     assert (induction.ablate_at(two, 1, "query") >= 0.8).all()
+
+
+def test_layer_1_is_read_through_layer_2s_keys_not_its_values(two):
+    assert (induction.ablate_at(two, 1, "source", sides=("K",)) <= 0.35).all()
+    assert (induction.ablate_at(two, 1, "source", sides=("V",)) >= 0.8).all()
+
+
+def test_layer_1s_previous_token_head_switches_off_by_position(two):
+    found = induction.by_position(two)
+    assert (found["previous"][:, 1:8] >= 0.5).all()           # early: a previous-token head
+    assert (found["previous"][:, 11:] <= 0.3).all()           # late: off, on every seed
+    assert found["answers"][1:8].sum() / found["answers"].sum() >= 0.9
 
 
 def test_the_copying_heads_ov_circuit_maps_each_token_to_itself(two):

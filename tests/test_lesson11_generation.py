@@ -236,3 +236,17 @@ def test_decode_step_with_a_position_rejects_an_odd_head_size():
     x, W = rng.standard_normal(6), weights(rng, 6, 2, 2)
     with pytest.raises(ValueError, match=r"attention_decode_step: RoPE .* even d_head, got d_head=3"):
         attention_decode_step(x, {"K": np.zeros((2, 0, 3)), "V": np.zeros((2, 0, 3))}, *W, 2, position=1)
+
+
+@pytest.mark.parametrize("h, g, window", [(8, 2, None), (4, 4, None), (8, 1, 3)])
+def test_the_copying_decode_step_gives_the_reference_step(h, g, window):
+    rng = np.random.default_rng(9)
+    d_model, d_head = 4 * h, 4
+    W = measure11.random_weights(d_model, h, g, seed=3)
+    cache = {"K": rng.standard_normal((g, 5, d_head)), "V": rng.standard_normal((g, 5, d_head))}
+    x = rng.standard_normal(d_model)
+    out, new = generate.decode_step_repeating_kv(x, cache, *W, h, g, window=window)
+    want, want_cache = attention_decode_step(x, cache, *W, h, g, window=window)
+    np.testing.assert_allclose(out, want, rtol=0, atol=1e-12)
+    for key in ("K", "V"):
+        np.testing.assert_array_equal(new[key], want_cache[key])

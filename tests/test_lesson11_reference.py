@@ -370,3 +370,45 @@ def test_mean_pooling_rejects_kv_heads_that_do_not_divide():
     message = "mean_pool_kv_heads: num_heads=4 is not divisible by num_kv_heads=3"
     with pytest.raises(ValueError, match=message):
         mean_pool_kv_heads(np.ones((2, 8)), 4, 3)
+
+
+# ------------------------------------------------------------ per-sequence masks
+@pytest.mark.parametrize("h, g", [(4, 2), (4, 4), (6, 1)])
+def test_gqa_right_padded_batch_with_a_per_sequence_mask_gives_each_sequence_alone(h, g):
+    rng = np.random.default_rng(5)
+    d_model, n, lengths = 4 * h, 6, [6, 4, 1]
+    W = weights(rng, d_model, h, g)
+    seqs = [rng.standard_normal((length, d_model)) for length in lengths]
+    X = np.zeros((len(seqs), n, d_model))
+    for b, s in enumerate(seqs):
+        X[b, :len(s)] = s                                       # right padding with zero rows
+    keys = np.arange(n)[None, :] < np.array(lengths)[:, None]   # (B, n), written here
+    mask = (keys[:, None, :] & np.tril(np.ones((n, n), bool)))[:, None]     # (B, 1, n, n)
+    out, weights_ = grouped_query_attention(X, *W, h, g, mask=mask)
+    assert weights_.shape == (len(seqs), h, n, n)
+    for b, s in enumerate(seqs):
+        alone, _ = grouped_query_attention(s, *W, h, g, mask=causal_mask(len(s)))
+        np.testing.assert_allclose(out[b, :len(s)], alone, rtol=0, atol=1e-12)
+
+
+def test_gqa_per_head_mask_reaches_each_head():
+    rng = np.random.default_rng(6)
+    n, d_model, h, g = 5, 8, 4, 2
+    X, W = rng.standard_normal((n, d_model)), weights(rng, d_model, 4, 2)
+    masks = np.array([np.tril(np.ones((n, n), bool), -k) | np.eye(n, dtype=bool) for k in range(h)])
+    _, together = grouped_query_attention(X, *W, h, g, mask=masks)          # (h, n, n) mask
+    for i in range(h):
+        _, alone = grouped_query_attention(X, *W, h, g, mask=masks[i])
+        np.testing.assert_allclose(together[i], alone[i], rtol=0, atol=1e-12)
+
+
+@pytest.mark.parametrize("shape, message", [
+    ((3, 6, 6), r"does not broadcast to the scores \(3, 4, 6, 6\).*mask\[:, None\] is \(3, 1, 6, 6\)"),
+    ((2, 1, 6, 6), r"does not broadcast to the scores \(3, 4, 6, 6\)"),
+    ((6, 5), r"does not broadcast"),
+])
+def test_gqa_rejects_a_mask_that_does_not_broadcast_to_the_scores(shape, message):
+    rng = np.random.default_rng(7)
+    X = rng.standard_normal((3, 6, 8))
+    with pytest.raises(ValueError, match=message):
+        grouped_query_attention(X, *weights(rng, 8, 4, 2), 4, 2, mask=np.ones(shape, bool))

@@ -138,7 +138,20 @@ def test_kv_heads_explorer_draws_at_100_dpi_or_more():
     W = [np.eye(8)] * 4
     _, redraw = wi.kv_heads_explorer(_recording_gqa([]), X, *W, words, num_heads=4, value=2)
     width, height = Image.open(BytesIO(redraw(2))).size
-    assert (width, height) == (850, 480)        # figsize (8.5, 4.8) at 100 dpi
+    assert width == 850 and height <= 480       # figsize (8.5, at most 4.8) at 100 dpi
+
+
+def test_kv_heads_explorer_is_less_tall_where_the_tiles_are_flat():
+    from io import BytesIO
+
+    from PIL import Image
+    words = list("abcdefghij")
+    X = np.random.default_rng(0).standard_normal((10, 64))
+    W = [np.eye(64)] * 4
+    _, redraw = wi.kv_heads_explorer(_recording_gqa([]), X, *W, words, num_heads=8, value=2)
+    sixteen = Image.open(BytesIO(redraw(4, 16))).size           # two rows of 8 tiles
+    eight = Image.open(BytesIO(redraw(2, 8))).size              # two rows of 4
+    assert sixteen[0] == eight[0] == 850 and sixteen[1] < 0.85 * eight[1] and eight[1] == 480
 
 
 def test_kv_heads_explorer_passes_the_causal_mask():
@@ -164,3 +177,18 @@ def test_each_tile_is_framed_in_the_colour_of_its_kv_head(h, g):
     for i in range(h):           # same colour within a group of neighbours, a new one at each group
         assert (colours[i] == colours[i - 1]) == (i % group != 0) or i == 0
     assert len(set(colours)) == g
+
+
+@pytest.mark.parametrize("h, g", [(32, 16), (64, 32), (16, 16), (64, 64)])
+def test_beyond_8_kv_heads_no_two_groups_share_a_frame_colour_side_by_side(h, g):
+    from matplotlib.colors import to_hex
+    fig, ax = plt.subplots()
+    wi.frame_groups(ax, h, g, n=5)
+    colours = [to_hex(p.get_edgecolor()) for p in ax.patches]
+    plt.close(fig)
+    if g == h:                   # one kv head per query head: nothing to group, no frames
+        assert colours == []
+        return
+    group = h // g
+    for i in range(1, h):        # a new colour exactly where a new group starts
+        assert (colours[i] == colours[i - 1]) == (i % group != 0)

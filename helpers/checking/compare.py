@@ -36,6 +36,12 @@ def describe_case(case):
 FLOAT32_RTOL = 1e-4
 
 
+class Float32Only(str):
+    """A message saying the values are right only to float32's precision (the one policy:
+    :mod:`helpers.checking`'s docstring). :func:`helpers.checking.evaluate` counts such cases
+    together: the check stops at the first, the grader takes one case off for all of them."""
+
+
 def _float32_close(got_arr, exp_arr):
     """Whether two arrays agree within float32 precision (relative to the largest entry)."""
     finite = np.abs(exp_arr[np.isfinite(exp_arr)])
@@ -155,6 +161,8 @@ def difference(got, expected, name, rtol, atol, float32_ok=False, float64_rtol=N
         return (f"{name} is a {type(got).__name__}, not a NumPy array: return an array "
                 f"(e.g. wrap it in np.array(...)). The lesson's later cells use array "
                 f"operations on it (.shape, .T, ~, @).")
+    if np.iscomplexobj(got) and not np.iscomplexobj(expected):
+        return f"{name} holds complex numbers ({getattr(got, 'dtype', 'complex')}); it should be real numbers"
     try:
         got_arr = np.asarray(got, dtype=float)
     except (TypeError, ValueError):
@@ -165,6 +173,10 @@ def difference(got, expected, name, rtol, atol, float32_ok=False, float64_rtol=N
         if got_arr.shape == exp_arr.shape[::-1] and got_arr.ndim == 2:
             hint = " (transposed?)"
         return f"{name} has shape {got_arr.shape}, expected {exp_arr.shape}{hint}"
+    if (getattr(expected, "dtype", None) == np.dtype(bool) and isinstance(got, np.ndarray)
+            and got.dtype.kind == "f" and np.isinf(got_arr).any()):
+        return (f"{name} holds numbers ({got.dtype}, with -inf or inf) where a boolean mask is "
+                f"expected: return True where a token may attend, False where it may not")
     bad_nan = np.isnan(got_arr) & ~np.isnan(exp_arr)
     if bad_nan.any():
         return f"{name} contains NaN ({int(bad_nan.sum())} entries) where it should be numbers"
@@ -183,13 +195,15 @@ def difference(got, expected, name, rtol, atol, float32_ok=False, float64_rtol=N
     if lower_precision and (close or _float32_close(got_arr, exp_arr)):
         if float32_ok:
             return None
-        return (f"{name} is {got_dtype}, but it should be {exp_dtype} (what the reference returns "
-                f"for these inputs): the values agree only to {got_dtype}'s precision. Leave out "
-                f"the conversion to {got_dtype}.")
+        return Float32Only(
+            f"{name} is {got_dtype}, but it should be {exp_dtype} (what the reference returns "
+            f"for these inputs): the values agree only to {got_dtype}'s precision. Leave out "
+            f"the conversion to {got_dtype} and compute in float64 throughout.")
     if float64_rtol is not None and _float32_arithmetic(got_arr, exp_arr, exp_dtype, float64_rtol):
         if float32_ok:
             return None
-        return (f"{name} agrees with the expected values only to float32's precision (largest "
+        return Float32Only(
+                f"{name} agrees with the expected values only to float32's precision (largest "
                 f"difference {_largest_difference(got_arr, exp_arr):.2g}, where the values reach "
                 f"{_largest(exp_arr):.3g}): part of the computation runs in float32 (np.float32, "
                 f"dtype=np.float32, .astype(np.float32) ...). Compute in float64 throughout.")
@@ -197,8 +211,8 @@ def difference(got, expected, name, rtol, atol, float32_ok=False, float64_rtol=N
         return None
     message = _wrong_values(name, got_arr, exp_arr, rtol, atol)
     if lower_precision and not float32_ok:
-        message += (f". Also, {name} is {got_dtype} while the inputs are {exp_dtype}: keep the "
-                    f"inputs' dtype")
+        message += (f". Also, {name} is {got_dtype}, where the expected {name} is {exp_dtype}: "
+                    f"leave out the conversion to {got_dtype}")
     return message
 
 

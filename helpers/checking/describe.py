@@ -6,7 +6,8 @@ pattern of the learner's output against the expected one and returns a sentence 
 when the pattern is really there (it is computed from the two arrays, never guessed):
 
 - a float mask where a boolean one is expected: 0/1 numbers, or an additive mask
-  (0 and a large negative number or -inf);
+  (0 and a large negative number or -inf), said before anything about its values
+  ("-inf where it should be finite" would send the learner the wrong way);
 - the complement of a boolean mask;
 - the transpose of the expected array;
 - right except in the query rows that are fully masked;
@@ -15,18 +16,22 @@ when the pattern is really there (it is computed from the two arrays, never gues
 
 and two that run the learner's function again:
 
-- right on an earlier input of another size but not on this one;
+- right on an earlier input of another size but not on this one (a notebook variable or a
+  number typed in is named only when the function's code reads one that held a size of
+  that input; else the plain difference is said, with the earlier input named);
 - right on consecutive positions but not on the positions given (with gaps).
 """
 
 import dataclasses
+import dis
+import inspect
 
 import numpy as np
 
 from .compare import describe_case, difference, parameter_names
 
 
-def describe(exercise, run, got, expected, case, right=()):
+def describe(exercise, run, got, expected, case, right=(), fn=None):
     """A true sentence about how ``got`` differs from ``expected``, or None.
 
     Parameters
@@ -40,6 +45,9 @@ def describe(exercise, run, got, expected, case, right=()):
     case : Case
     right : list of Case
         The cases the learner's function got right before this one.
+    fn : callable, optional
+        The learner's function: its code is read for a size it fixes (a notebook variable,
+        a number typed in) when it was right on an earlier input of other sizes.
 
     Returns
     -------
@@ -47,19 +55,20 @@ def describe(exercise, run, got, expected, case, right=()):
         None when ``got`` agrees with ``expected``, or no pattern here fits.
     """
     names = exercise.outputs if len(exercise.outputs) > 1 else exercise.outputs[0]
-    diff = difference(got, expected, names, exercise.rtol, exercise.atol, exercise.float32_ok,
+    diff = difference(got, expected, names, exercise.rtol, exercise.atol, False,
                       exercise.float64_rtol)
     if diff is None:
         return None
     for name, g, e in _wrong_parts(exercise, got, expected):
-        for looks in (_looks_like_a_float_mask, _looks_complemented, _looks_transposed,
+        for looks in (_looks_shaped_like_an_input, _looks_like_a_float_mask, _looks_complemented,
+                      _looks_transposed,
                       _looks_wrong_in_masked_rows, _looks_scaled, _looks_normalised_wrongly):
             message = looks(name, g, e, case, exercise)
             if message:
                 return message
     message = _looks_right_on_consecutive_positions_only(exercise, run, case)
     if message is None and ("wrong values" in diff or " has shape " in diff) and "NaN" not in diff:
-        message = _looks_right_on_another_size_only(case, right)     # not for NaN, dtype, precision
+        message = _looks_right_on_another_size_only(case, right, diff, fn, exercise)   # not NaN, dtype
     return message
 
 
@@ -72,7 +81,7 @@ def _wrong_parts(exercise, got, expected):
     else:
         parts = [(names[0], got, expected)]
     for name, g, e in parts:
-        if difference(g, e, name, exercise.rtol, exercise.atol, exercise.float32_ok,
+        if difference(g, e, name, exercise.rtol, exercise.atol, False,
                       exercise.float64_rtol) is None:
             continue                       # this one is right: the first wrong one is described
         if isinstance(e, np.ndarray) and isinstance(g, np.ndarray):
@@ -110,7 +119,11 @@ def _looks_like_a_float_mask(name, g, e, case, exercise):
         elif np.array_equal(zero, ~e):
             way = " and the wrong way round (the large negative value sits where attending is allowed)"
         else:
-            return None
+            wrong = zero != e
+            where = tuple(int(i) for i in np.argwhere(wrong)[0])
+            way = (f"; its pattern is off too: {int(wrong.sum())} entries differ from the expected "
+                   f"mask, e.g. at {where} it {'allows' if zero[where] else 'blocks'} what should be "
+                   f"{'blocked' if zero[where] else 'allowed'}")
         return (f"{name} is an additive mask (0 where attending is allowed, {shown} where it is "
                 f"blocked){way}. This function must return a boolean mask: True where a token may "
                 f"attend, False where it may not (attention turns False into -inf itself).")
@@ -129,6 +142,21 @@ def _looks_complemented(name, g, e, case, exercise):
 
 
 # ----------------------------------------------------------------- layout
+def _looks_shaped_like_an_input(name, g, e, case, exercise):
+    """A wrong shape that is exactly one input's shape: made from that input (np.zeros_like(Q))."""
+    if g.shape == e.shape:
+        return None
+    names = parameter_names(exercise.reference, len(case.args))
+    inputs = list(zip(names, case.args)) + list(case.kwargs.items())
+    alike = [n for n, v in inputs if isinstance(v, np.ndarray) and v.shape == g.shape]
+    if len(alike) != 1 or any(isinstance(v, np.ndarray) and v.shape == e.shape for _, v in inputs):
+        return None
+    source = alike[0]
+    return (f"{name} has shape {g.shape}, the shape of the input {source}, but should be {e.shape}: "
+            f"was it made from {source} (np.zeros_like({source}), np.empty_like({source}), "
+            f"{source}.shape) where other sizes belong?")
+
+
 def _looks_transposed(name, g, e, case, exercise):
     if e.ndim < 2 or g.ndim != e.ndim:
         return None
@@ -257,12 +285,24 @@ def _looks_right_on_consecutive_positions_only(exercise, run, case):
         positions = np.asarray(positions, dtype=float)
     except (TypeError, ValueError):
         return None
-    if positions.ndim != 1 or positions.size < 2 or np.all(np.diff(positions) == 1):
+    if positions.ndim != 1 or positions.size < 2:
+        return None
+    if (positions < 0).any() and np.all(positions == np.round(positions)):
+        shifted = _with_input(case, key, (positions - positions.min()).astype(int))
+        got = run(None, shifted)
+        if got is not None and not difference(got, run(exercise.reference, shifted), "x", exercise.rtol,
+                                               exercise.atol, False, exercise.float64_rtol):
+            shown = ", ".join(f"{p:g}" for p in positions[:6])
+            return (f"it is right on positions from 0 up, but not on this input's negative ones "
+                    f"({shown}). Negative positions are allowed: a table indexed by position "
+                    f"(table[positions]) cannot serve them (NumPy wraps a negative index around to "
+                    f"the table's end); compute from the positions themselves.")
+    if np.all(np.diff(positions) == 1):
         return None
     trial = _with_input(case, key, np.arange(positions.size))
     got = run(None, trial)
     if got is None or difference(got, run(exercise.reference, trial), "x", exercise.rtol,
-                                 exercise.atol, exercise.float32_ok, exercise.float64_rtol):
+                                 exercise.atol, False, exercise.float64_rtol):
         return None
     shown = ", ".join(f"{p:g}" for p in positions[:6]) + (", ..." if positions.size > 6 else "")
     return (f"it is right when the positions are 0, 1, 2, ... (each token's index) but not on the "
@@ -276,23 +316,132 @@ def _with_input(case, key, value):
     return dataclasses.replace(case, kwargs={**case.kwargs, key: value})
 
 
+def _layout(value, sizes=True):
+    """What ``value`` is made of, as nested tuples that compare safely with ``==``.
+
+    Arrays become their shape (``sizes``) or their number of axes and kind; lists, tuples
+    and dicts are followed inside (a list of per-layer weights, a cache dict of arrays);
+    numbers are kept when ``sizes`` (they may be sizes, like ``n``); anything else is named
+    by its type. Never an array: comparing two layouts cannot raise.
+    """
+    if isinstance(value, np.ndarray):
+        return ("array", tuple(value.shape) if sizes else (value.ndim, value.dtype.kind))
+    if isinstance(value, dict):
+        return ("dict", tuple((repr(k), _layout(v, sizes)) for k, v in value.items()))
+    if isinstance(value, (list, tuple)):
+        parts = tuple(_layout(v, sizes) for v in value)
+        if not sizes:                       # a list's length is a size: its kinds, each once
+            parts = tuple(dict.fromkeys(parts))
+        return (type(value).__name__, parts)
+    if isinstance(value, (bool, np.bool_)):
+        return ("bool", bool(value))
+    if isinstance(value, (int, np.integer)):
+        return ("int", int(value) if sizes else None)
+    if isinstance(value, (float, np.floating)):
+        return ("float", repr(float(value)) if sizes else None)
+    if isinstance(value, str):
+        return ("str", value)
+    return (type(value).__name__, None)
+
+
+def _values(case):
+    return list(case.args) + [case.kwargs[k] for k in sorted(case.kwargs)]
+
+
 def _shapes(case):
-    values = list(case.args) + [case.kwargs[k] for k in sorted(case.kwargs)]
-    return [np.shape(v) if isinstance(v, np.ndarray) else v for v in values]
+    """The case's inputs with their sizes (:func:`_layout`)."""
+    return _layout(_values(case))
 
 
 def _kind(case):
     """What a case is made of, sizes aside: its keywords, and which inputs are arrays of what."""
-    values = list(case.args) + [case.kwargs[k] for k in sorted(case.kwargs)]
-    return (tuple(sorted(case.kwargs)),
-            tuple((v.ndim, v.dtype.kind) if isinstance(v, np.ndarray) else type(v).__name__
-                  for v in values))
+    return (tuple(sorted(case.kwargs)), _layout(_values(case), sizes=False))
 
 
-def _looks_right_on_another_size_only(case, right):
+def _looks_right_on_another_size_only(case, right, diff, fn=None, exercise=None):
+    """Right on an earlier case of the same kind but other sizes: say so, with the evidence.
+
+    A size can only be blamed on something the function reads: a notebook variable (a
+    global or a variable of an enclosing function) or a number written in its code whose
+    value was a size of the earlier input and is no size of this one. Without such
+    evidence the generic difference ``diff`` is kept and the earlier input is only named.
+    """
     alike = [c for c in right if _kind(c) == _kind(case) and _shapes(c) != _shapes(case)]
     if not alike:
         return None
-    return (f"it was right on an input of other sizes ({describe_case(alike[0])}) but is wrong on "
-            f"this one: does it use a fixed size (a number typed in, or a notebook variable such as "
-            f"d_k or n) instead of reading the sizes from its inputs' shapes?")
+    earlier = alike[0]
+    culprits = _fixed_sizes(fn, earlier, case, exercise) if fn is not None and exercise else []
+    if culprits:
+        return (f"it was right on an input of other sizes ({describe_case(earlier)}) but is wrong "
+                f"on this one: it uses {'; and '.join(culprits[:2])}. Read the sizes from its "
+                f"inputs' shapes instead.")
+    return f"{diff} (it was right on an input of other sizes: {describe_case(earlier)})"
+
+
+def _functions(fn, depth=3):
+    """``fn`` and the functions it wraps (closures, ``functools.partial``), as plain functions."""
+    found, todo = [], [(fn, 0)]
+    while todo:
+        f, level = todo.pop(0)
+        f = getattr(f, "func", f)                                   # functools.partial
+        if not hasattr(f, "__code__") or any(f is g for g in found) or level > depth:
+            continue
+        found.append(f)
+        for cell in f.__closure__ or ():
+            try:
+                inner = cell.cell_contents
+            except ValueError:                                      # an empty cell
+                continue
+            if callable(inner):
+                todo.append((inner, level + 1))
+    return found
+
+
+def _codes(code):
+    todo, out = [code], []
+    while todo:
+        c = todo.pop(0)
+        out.append(c)
+        todo += [k for k in c.co_consts if inspect.iscode(k)]
+    return out
+
+
+def _fixed_sizes(fn, earlier, case, exercise):
+    """What ``fn`` reads that holds a size of ``earlier`` and of no input of ``case``, in words."""
+    now = dict(_sizes(case, exercise))
+    stale = {}                                   # size of the earlier input -> where it was
+    for label, size in _sizes(earlier, exercise):
+        if label in now and now[label] != size:
+            stale.setdefault(size, (label, now[label]))
+    if not stale:
+        return []
+    found = []
+    try:
+        for f in _functions(fn):
+            cells = dict(zip(f.__code__.co_freevars, f.__closure__ or ()))
+            for code in _codes(f.__code__):
+                for ins in dis.get_instructions(code):
+                    value, where = _MISSING, None
+                    if ins.opname in ("LOAD_GLOBAL", "LOAD_NAME"):
+                        value, where = f.__globals__.get(ins.argval, _MISSING), "the notebook variable"
+                    elif ins.opname == "LOAD_DEREF" and ins.argval in cells:
+                        try:
+                            value, where = cells[ins.argval].cell_contents, "the variable"
+                        except ValueError:
+                            continue
+                    elif ins.opname == "LOAD_CONST":
+                        value, where = ins.argval, "the number"
+                    if (isinstance(value, (int, np.integer)) and not isinstance(value, (bool, np.bool_))
+                            and int(value) in stale and (where != "the number" or int(value) > 2)):
+                        label, here = stale[int(value)]
+                        words = (f"the number {int(value)} typed in" if where == "the number"
+                                 else f"{where} `{ins.argval}` (= {int(value)})")
+                        words += f", which was {label} on the earlier input (here {label} = {here})"
+                        if words not in found:
+                            found.append(words)
+    except Exception:              # a function we cannot read: no evidence
+        return []
+    return found
+
+
+_MISSING = object()

@@ -126,7 +126,6 @@ EXERCISES = [
         make_cases=make_cases,
         mistakes=MISTAKES,
         outputs=("Q", "K", "V"),
-        float32_ok=True,
     ),
     Exercise(
         name="cross_project_qkv",
@@ -135,6 +134,5 @@ EXERCISES = [
         make_cases=make_cross_cases,
         mistakes=CROSS_MISTAKES,
         outputs=("Q", "K", "V"),
-        float32_ok=True,
     ),
 ]

@@ -166,6 +166,5 @@ EXERCISES = [
         make_cases=make_cases,
         mistakes=MISTAKES,
         outputs=("scores",),
-        float32_ok=True,
     ),
 ]

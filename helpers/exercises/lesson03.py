@@ -195,7 +195,8 @@ MASK_MISTAKES = [
             "not j < i).",
             lambda n: np.tril(np.ones((n, n), dtype=bool), k=-1)),
     Mistake("the mask is inverted (True above the diagonal, i.e. upside down and without "
-            "the diagonal): True must mean 'may attend', on and below the diagonal (j <= i).",
+            "the diagonal): that is PyTorch's convention (torch.triu(..., diagonal=1) as attn_mask, "
+            "True = blocked). Here True must mean 'may attend', on and below the diagonal (j <= i).",
             lambda n: np.triu(np.ones((n, n), dtype=bool), k=1)),
     Mistake(_ADDITIVE.format("-inf"), lambda n: _additive(reference.causal_mask(n))),
     Mistake(_ADDITIVE.format("a large negative number"),
@@ -236,7 +237,8 @@ NEW_TOKEN_MISTAKES = [
     Mistake("every query may see every key, also the tokens after it (that is right only "
             "for n_q = 1, a single new token). " + _POSITION,
             lambda n_q, n_k: np.ones((n_q, n_k), dtype=bool)),
-    Mistake("the mask is inverted: True must mean 'may attend'. " + _POSITION,
+    Mistake("the mask is inverted: True must mean 'may attend' (not PyTorch's True = blocked). "
+            + _POSITION,
             lambda n_q, n_k: ~_shifted(n_q, n_k, n_k - n_q)),
     Mistake(_ADDITIVE.format("-inf"),
             lambda n_q, n_k: _additive(_shifted(n_q, n_k, n_k - n_q))),
@@ -329,8 +331,9 @@ _RENORMALISED = (
     "in exact arithmetic, but when a masked score is much larger than the allowed ones, "
     "every allowed weight underflows to 0 before you renormalise (0 / 0). Mask the *scores* "
     "(masked entries -> -inf) before the softmax.")
-_INVERTED = ("the mask is inverted: True means 'may attend', so keep the scores where the "
-             "mask is True and set them to -inf where it is False.")
+_INVERTED = ("the mask is inverted: True means 'may attend' (the opposite of PyTorch's attn_mask, "
+             "where True = blocked), so keep the scores where the mask is True and set them to "
+             "-inf where it is False.")
 
 _CAUSAL_ANYWAY = ("a causal mask was applied although none was given: with mask=None every query "
                   "attends to every key. Apply a mask only when one is passed in.")
@@ -398,7 +401,6 @@ EXERCISES = [
         make_cases=make_softmax_cases,
         mistakes=SOFTMAX_MISTAKES,
         outputs=("weights",),
-        float32_ok=True,
     ),
     Exercise(
         name="causal_mask",
@@ -416,7 +418,6 @@ EXERCISES = [
         make_cases=make_attention_cases,
         mistakes=ATTENTION_MISTAKES,
         outputs=("out", "weights"),
-        float32_ok=True,
     ),
     Exercise(
         name="causal_mask_for_new_tokens",

@@ -282,42 +282,53 @@ PROBE_N, PROBE_D, PROBE_BLOCK = 4096, 2, 64
 SMALL_PROBE_N = 1024
 
 
-def _traced_peak_on(fn, n, d, block_size):
-    """The peak memory of ``fn`` on ``n`` random queries, keys and values of size ``d``."""
+def _traced_peak_on(fn, n, d, block_size, n_q=None):
+    """The peak memory of ``fn`` on ``n_q`` random queries (default ``n``) and ``n`` keys and values."""
     rng = np.random.default_rng(0)
-    Q, K, V = (rng.standard_normal((n, d)) for _ in range(3))   # (n, d) each, made before tracing
+    Q = rng.standard_normal((n if n_q is None else n_q, d))
+    K, V = (rng.standard_normal((n, d)) for _ in range(2))     # made before tracing
     return traced_peak(lambda: fn(Q, K, V, block_size=block_size))
 
 
-def full_grid_message(fn, n=PROBE_N, d=PROBE_D, block_size=PROBE_BLOCK, small_n=SMALL_PROBE_N):
+def full_grid_message(fn, n=PROBE_N, d=PROBE_D, block_size=PROBE_BLOCK, small_n=SMALL_PROBE_N,
+                      query_share=1):
     """Say so when ``fn(Q, K, V, block_size=...)`` holds an array as big as the score grid.
 
-    Runs ``fn`` on ``n`` queries and keys of size ``d`` with blocks of ``block_size`` and
-    traces its peak memory. A function that works block by block peaks at a few
-    ``(n, block_size)`` arrays; one that makes the ``(n, n)`` grid, even as float32 or as a
-    boolean mask of one byte per entry, peaks at ``n * n`` bytes or more.
+    Runs ``fn`` on ``n // query_share`` queries and ``n`` keys of size ``d`` with blocks of
+    ``block_size`` and traces its peak memory. A function that works block by block peaks at
+    a few ``(n_q, block_size)`` arrays; one that makes the ``(n_q, n)`` grid, even as float32
+    or as a boolean mask of one byte per entry, peaks at ``n_q * n`` bytes or more. The ratio
+    of the two does not depend on ``n_q``: fewer queries (``query_share`` > 1, where the
+    exercise allows ``n_q != n_k``) make the probe cheaper for a correct loop over query
+    blocks and key blocks (FlashAttention-2's loops: ``(n_q / b) * (n / b)`` tiles in Python).
 
-    First, on ``small_n`` queries and keys: a function whose peak there stays under
-    ``small_n * small_n / 8`` bytes builds no grid (that is an eighth of a boolean one), and
-    is not run at ``n``. (This assumes the function does the same at every size.)
+    First, on ``small_n // query_share`` queries and ``small_n`` keys: a function whose peak
+    there stays under an eighth of that (boolean) grid builds no grid and is not run at ``n``.
+    (This assumes the function does the same at every size.)
 
     Returns
     -------
     str or None
-        A message for the learner, or None when the peak stays below ``n * n`` bytes.
+        A message for the learner, or None when the peak stays below ``n_q * n`` bytes.
     """
-    if small_n < n and _traced_peak_on(fn, small_n, d, block_size) < small_n * small_n / 8:
+    small_q, n_q = small_n // query_share, n // query_share
+    if small_n < n and _traced_peak_on(fn, small_n, d, block_size, small_q) < small_q * small_n / 8:
         return None
-    peak = _traced_peak_on(fn, n, d, block_size)
-    if peak < n * n:
+    peak = _traced_peak_on(fn, n, d, block_size, n_q)
+    if peak < n_q * n:
         return None
-    return (f"it gives the right numbers, but on {n} queries and keys with block_size={block_size} "
-            f"it allocated {format_bytes(peak)} at its peak: at least what an ({n}, {n}) grid "
-            f"takes even at one byte per entry ({format_bytes(n * n)} as booleans; "
-            f"{format_bytes(n * n * 8)} in float64), where a block of scores is "
-            f"({n}, {block_size}), {format_bytes(n * block_size * 8)}. Somewhere it builds the "
+    return (f"it gives the right numbers, but on {n_q} queries and {n} keys with "
+            f"block_size={block_size} it allocated {format_bytes(peak)} at its peak: at least what "
+            f"an ({n_q}, {n}) grid takes even at one byte per entry ({format_bytes(n_q * n)} as "
+            f"booleans; {format_bytes(n_q * n * 8)} in float64), where a block of scores is "
+            f"({n_q}, {block_size}), {format_bytes(n_q * block_size * 8)}. Somewhere it builds the "
             f"whole score grid (or a mask or weights of that size): compute only one block's "
             f"scores at a time.")
+
+
+def _online_grid_message(fn):
+    """:func:`full_grid_message` with a quarter as many queries as keys (allowed here)."""
+    return full_grid_message(fn, query_share=4)
 
 
 EXERCISES = [
@@ -330,7 +341,7 @@ EXERCISES = [
         outputs=("out",),
         rtol=1e-8,
         atol=1e-10,
-        inspect=full_grid_message,
+        inspect=_online_grid_message,
     ),
     Exercise(
         name="causal_online_softmax_attention",

@@ -94,6 +94,10 @@ def _other_axis(axis, ndim):
 
 
 SOFTMAX_BACKWARD_MISTAKES = [
+    Mistake("it returns y - dy: that is the shortcut of softmax *followed by cross-entropy* (the "
+            "logits' gradient p - onehot, with dy taken for the one-hot). Here dy is any upstream "
+            "gradient and softmax stands alone: dx = y * (dy - sum(dy * y)) along the axis.",
+            lambda y, dy, axis=-1: y - dy),
     Mistake("only the diagonal of the Jacobian was used: y * (1 - y) * dy is what you get "
             "if each weight depended on its own score only. But every score moves every "
             "weight of its row (the off-diagonal -y_i y_j): dx_i = y_i (dy_i - sum_j y_j dy_j).",
@@ -323,7 +327,7 @@ def make_mha_backward_cases(rng, hidden):
 
 
 def _mha_grads(X, W_q, W_k, W_v, W_o, h, d_out, mask=None, *, W_o_T=True, dW_T=False,
-               dW_o_T=False, dX_paths="QKV", dX_W_T=True, heads="sum", one_head=False,
+               dW_o_T=False, dX_paths="QKV", dX_W_T=True, dX_W=True, heads="sum", one_head=False,
                scale=True, split_back=None, merge_back=None, use_mask=True):
     """multi_head_attention_backward with one thing (or more) done wrong, for the mistakes below."""
     split_back = split_back or reference.split_heads
@@ -345,7 +349,9 @@ def _mha_grads(X, W_q, W_k, W_v, W_o, h, d_out, mask=None, *, W_o_T=True, dW_T=F
         grads[name] = d.T @ X if dW_T else X.T @ d
         if name[-1].upper() not in dX_paths:
             continue
-        if heads == "sum":
+        if not dX_W:                                       # dQ + dK + dV, no weight matrix at all
+            dX = dX + d
+        elif heads == "sum":
             dX = dX + d @ (W.T if dX_W_T else W)
         else:                                              # per head, with the head's columns of W
             d_head = X.shape[1] // h
@@ -356,6 +362,14 @@ def _mha_grads(X, W_q, W_k, W_v, W_o, h, d_out, mask=None, *, W_o_T=True, dW_T=F
 
 
 MHA_BACKWARD_MISTAKES = [
+    Mistake("all four weight gradients are transposed: Q = X @ W_q gives dW_q = X.T @ dQ, "
+            "shape (d_model, d_model) like W_q (rows: W_q's input side), and out = merged @ W_o "
+            "gives dW_o = merged.T @ d_out (the same for K and V).",
+            lambda *a, mask=None: _mha_grads(*a, mask, dW_T=True, dW_o_T=True)),
+    Mistake("dX is dQ + dK + dV without the weight matrices: Q = X @ W_q, so the gradient "
+            "reaching X through Q is dQ @ W_q.T (the Linear layer's backward), and the same for "
+            "K and V: dX = dQ @ W_q.T + dK @ W_k.T + dV @ W_v.T.",
+            lambda *a, mask=None: _mha_grads(*a, mask, dX_W=False)),
     Mistake("W_o's transpose is missing: out = merged @ W_o, so the gradient flowing back "
             "into the merged heads is d_out @ W_o.T.",
             lambda *a, mask=None: _mha_grads(*a, mask, W_o_T=False)),

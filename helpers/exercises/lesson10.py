@@ -17,16 +17,23 @@ ablated_stack
     (``keep[:, positions]``), zeroing the whole stream there or the layer's input, masking
     attention *to* the token, forgetting the residual or returning layer 1's weights all
     give other numbers. Then three layers and two heads with two tokens per sentence (where
-    using only ``positions[b, 0]`` shows), a causal mask (a dropped mask shows), the last
-    layer (only the stream changes, not the weights), and a single layer.
+    using only ``positions[b, 0]`` shows, and where sentence 0 lists one token twice: a
+    0/1 vector built with ``np.add.at`` counts it twice; the stream reset to the embeddings
+    ``X`` instead of the stream before the layer shows there too, at layer 2), a causal mask
+    (a dropped mask shows), the last layer (only the stream changes, not the weights: zeroed
+    attention rows returned as the weights show), and a single layer.
 patched_stack
     the first case is three layers, one head, layer 2 patched at one token per sentence
     from a source close to each sentence: the own update, a zero, the source's stream, the
     update of layer 2 run on the source's embeddings (skipping layer 1), the two runs
     swapped, source sentence 0 for all, the wrong layer, every layer, every position,
     sentence 0's positions, no residual or the patched layer's weights all give other
-    numbers. Then two layers and two heads with two tokens, a causal mask, the last layer
-    and a single layer.
+    numbers; so do the layer's *input* patched from the source's stream (TransformerLens's
+    ``resid_pre``), layers 1 .. ``layer`` all patched, the source run's weights returned, the
+    source's update added to the own one, and every sentence patched at all sentences'
+    positions (``[:, positions]``). Then two layers and two heads with two tokens, one listed
+    twice in sentence 0 (``np.add.at`` shows), a causal mask, the last layer and a single
+    layer.
 
 Tolerances: ``rtol=1e-6, atol=1e-10``; every order of the same operations agrees to
 about 1e-14 here.
@@ -118,6 +125,8 @@ def _stack_case(rng, B, n, d_model, num_layers, num_heads, layer, k, label, mask
     positions = np.stack([np.sort(rng.choice(n, k, replace=False)) for _ in range(B)])
     while len({tuple(p) for p in positions}) < B:                 # every sentence its own tokens
         positions = np.stack([np.sort(rng.choice(n, k, replace=False)) for _ in range(B)])
+    if k >= 2:                  # sentence 0 lists one token twice (np.add.at counts it twice)
+        positions[0, 1] = positions[0, 0]
     kwargs = {} if mask is None else {"mask": mask}
     return Case((X, layers, num_heads, layer, positions), kwargs,
                 label=f"{label}: X {X.shape}, {num_layers} layer{'s' * (num_layers > 1)}, "
@@ -160,10 +169,18 @@ def _attend(X, matrices, num_heads, mask, hide=None):
 
 
 def _stack(X, layers, num_heads, layer, positions, mask=None, *, which="right", where="given",
-           how="update", residual=True, weights_of="last", use_mask=True):
+           how="update", residual=True, weights_of="last", use_mask=True, count=False):
     """ablated_stack with one thing done wrong, for the mistakes below."""
     B, n = X.shape[:2]
     mask = mask if use_mask else None
+    embeddings = X
+    if count:                                 # keep = 1 - (times listed), as np.add.at builds it
+        keep = np.ones((B, n))
+        np.add.at(keep, (np.arange(B)[:, None], positions), -1)
+        for number, matrices in enumerate(layers, start=1):
+            out, weights = reference.multi_head_attention(X, *matrices, num_heads, mask)
+            X = X + (out * keep[..., None] if number == layer else out)
+        return X, weights
     chosen = np.zeros((B, n), dtype=bool)
     picked = positions if where == "given" else np.broadcast_to(positions[0], positions.shape)
     if where == "first column":                                   # positions[b, 0] only
@@ -181,8 +198,14 @@ def _stack(X, layers, num_heads, layer, positions, mask=None, *, which="right", 
             X = np.where(chosen[..., None], 0.0, X)
         hide = chosen if (number in targets and how == "keys") else None
         out, weights = _attend(X, matrices, num_heads, mask, hide)
-        if number in targets and how == "update":
+        if number in targets and how in ("update", "rows"):
             out = np.where(chosen[..., None], 0.0, out)
+            if how == "rows":                                     # the weights' rows zeroed too
+                weights = np.where(chosen[:, None, :, None], 0.0, weights)
+        if number in targets and how == "embeddings":             # the stream reset to X there
+            X = np.where(chosen[..., None], embeddings, X + out)
+            kept = weights if number == layer else kept
+            continue
         X = X + out if residual else out
         if number in targets and how == "stream":
             X = np.where(chosen[..., None], 0.0, X)
@@ -227,6 +250,16 @@ STACK_MISTAKES = [
                    "input, X = X + out (not X = out).", residual=False),
     _stack_mistake("the weights returned are the ablated layer's: return the *last* layer's "
                    "weights (where the pointer reads).", weights_of="ablated"),
+    _stack_mistake("the attention weights' rows at those positions were zeroed, and those weights "
+                   "returned: the ablation removes what the layer *adds* there; the layer still "
+                   "looks where it looks, so its weights stay as they are.", how="rows"),
+    _stack_mistake("at those positions the stream was reset to the embeddings X: removing layer "
+                   "`layer`'s update leaves the stream as it was *before that layer*, with the "
+                   "earlier layers' updates in it (X + 0 with the stream as it is, not X_0).",
+                   how="embeddings"),
+    _stack_mistake("a token listed twice in positions[b] lost its update twice (a 0/1 vector built "
+                   "by adding, as np.add.at does, counts each listing): at a token the update is "
+                   "either kept or removed; set the 0, don't subtract.", count=True),
 ]
 
 
@@ -268,7 +301,12 @@ def _patched(X, X_source, layers, num_heads, layer, positions, mask=None, *, sou
     chosen[np.arange(B)[:, None], picked] = True
     if where == "everywhere":
         chosen[:] = True
-    targets = {"right": [layer], "from 0": [layer + 1], "every": range(1, len(layers) + 1)}[which]
+    if where == "all sentences'":                                 # [:, positions] = True
+        chosen[:, np.unique(positions)] = True
+    times = np.zeros((B, n))                                      # np.add.at's count of listings
+    np.add.at(times, (np.arange(B)[:, None], positions), 1)
+    targets = {"right": [layer], "from 0": [layer + 1], "every": range(1, len(layers) + 1),
+               "up to": range(1, layer + 1)}[which]
     run, lend = (X, X_source) if source != "swapped" else (X_source, X)
     if source == "sentence 0":
         lend = np.broadcast_to(X_source[:1], X_source.shape)
@@ -281,8 +319,15 @@ def _patched(X, X_source, layers, num_heads, layer, positions, mask=None, *, sou
         streams[number] = S
     kept = None
     for number, matrices in enumerate(layers, start=1):
+        if number in targets and what == "input":                # the stream before the layer
+            before = streams.get(number - 1, lend)
+            run = np.where(chosen[..., None], before, run)
         out, weights = reference.multi_head_attention(run, *matrices, num_heads, mask)
-        if number in targets and what != "stream":
+        if number in targets and what == "counted":
+            out = out + times[..., None] * (updates[number] - out)
+        elif number in targets and what == "added":
+            out = out + np.where(chosen[..., None], updates[number], 0.0)
+        elif number in targets and what not in ("stream", "input"):
             given = {"update": updates.get(number, 0.0), "zero": 0.0, "own": out}[what]
             out = np.where(chosen[..., None], given, out)
         run = run + out if residual else out
@@ -290,6 +335,9 @@ def _patched(X, X_source, layers, num_heads, layer, positions, mask=None, *, sou
             run = np.where(chosen[..., None], streams[number], run)
         if number == layer:
             kept = weights
+    if weights_of == "source":                                   # the source run's last layer
+        weights = reference.multi_head_attention(streams.get(len(layers) - 1, lend), *layers[-1],
+                                                 num_heads, mask)[1]
     return run, (kept if weights_of == "patched" else weights)
 
 
@@ -326,6 +374,22 @@ PATCH_MISTAKES = [
                    "(where the pointer reads).", weights_of="patched"),
     _patch_mistake("the mask was ignored: pass it on to every layer's attention, in both runs.",
                    use_mask=False),
+    _patch_mistake("the layer's *input* was patched (the source's stream before layer `layer` copied "
+                   "in at those positions, TransformerLens's resid_pre): that changes what the layer "
+                   "sees there, and so every token that reads them. Patch what the layer *adds* at "
+                   "those tokens (its update, as attn_out), and leave its input alone.", what="input"),
+    _patch_mistake("layers 1 to `layer` were all patched: patch layer `layer` only; the layers "
+                   "before it add their own updates.", which="up to"),
+    _patch_mistake("the weights returned are the source run's: return the last layer's weights of "
+                   "the patched run on X.", weights_of="source"),
+    _patch_mistake("the source's update was added on top of this run's own: patching *replaces* the "
+                   "layer's update at those positions.", what="added"),
+    _patch_mistake("every sentence was patched at *all* sentences' positions (as `[:, positions]` "
+                   "does, TransformerLens's habit with one position for every prompt): sentence b's "
+                   "are positions[b] only, so index the rows too.", where="all sentences'"),
+    _patch_mistake("a token listed twice in positions[b] was patched twice (a 0/1 weight built by "
+                   "adding, as np.add.at does, gives 2 * source - own there): a token is patched or "
+                   "not; set it, don't add.", what="counted"),
 ]
 
 

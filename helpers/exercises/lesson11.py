@@ -15,12 +15,20 @@ How the cases tell the mistakes apart:
   heads, no window: attending before appending (5 keys instead of 6), the scale, the
   pairing and a missing ``W_o`` show there. The first case with a window passes a cache
   *longer* than the window (t = 5, window = 3), so a cache that is never cut (6 tokens),
-  one cut before appending (4), one cut after attending (right cache, output over 4
+  one cut before appending (4), one cut after attending (right cache, output over all 6
   tokens) and one cut to ``window - 1`` (2) all differ; a full cache (t = window), an
   empty one (the first token), a window not yet full (t + 1 < window: a start index
-  ``t + 1 - window`` without ``max(0, ...)`` counts from the end) and a window of 1 follow.
-  The contract keeps the cache in order, oldest first: a cache with the right tokens in
-  another order (the new one first, or a rolling buffer's slots) is told so;
+  ``t + 1 - window`` without ``max(0, ...)`` counts from the end) and a window of 1 (where
+  ``[:, -(window - 1):]`` is ``[:, -0:]``) follow. The contract keeps the cache in order,
+  oldest first: a cache with the right tokens in another order (the new one first, or a
+  rolling buffer's slots) is told so. Four cases pass ``position=`` (RoPE under the cache),
+  with head sizes of 4 and more (split halves differ from interleaved pairs there, and
+  ``d_model`` from ``d_head``): after a prefill (position = t), with a window (position 10,
+  so that the cache's length 3 and ``10 % 3`` both differ from it), with GQA and a base of
+  500 (a base not passed on shows), and the first token at position 0. Hidden cases draw
+  their sizes, positions and base afresh;
+- a simulated mistake that gives the reference's own answer on a case stays silent there
+  (:func:`_only_where_wrong`), so a right-valued answer of the wrong dtype is told its dtype;
 - ``key_padding_mask``'s first case has lengths ``[3, 0, 5, 1]`` in 5 tokens: True and False
   both occur, the inverted mask (PyTorch's True = blocked), one key too many, left padding,
   the padding of queries instead of keys, the shapes ``(B, n)`` and ``(B, n, n)`` and a key
@@ -39,12 +47,14 @@ import numpy as np
 
 from .. import reference
 from ..checking import Case, Exercise, Mistake
+from ..checking.compare import agrees
 from ..reference.inference import band
+from ..reference.position import rope_split_halves
 from ._cases import sizer
 
 LESSON = "11_inference"
 
-#: The notebook's global window (section 3), read by tests/test_catalogue.py from the solution.
+#: The notebook's global window (set in section 4), read by tests/test_catalogue.py from the solution.
 NOTEBOOK_WINDOW = 4
 NOTEBOOK_GLOBALS = {"window": NOTEBOOK_WINDOW}
 
@@ -114,8 +124,15 @@ def gqa_cases(rng, hidden):
     return [_gqa_case(rng, *shape) for shape in shapes]
 
 
+def _plain_softmax(S):
+    """Softmax over the last axis as most code writes it: a row with no allowed key gives NaN."""
+    with np.errstate(invalid="ignore"):
+        E = np.exp(S - S.max(axis=-1, keepdims=True))
+        return E / E.sum(axis=-1, keepdims=True)
+
+
 def _gqa(X, W_q, W_k, W_v, W_o, h, g, mask=None, *, pair="div", scale="d_head", use_mask=True,
-         use_W_o=True, weights_out="all"):
+         use_W_o=True, weights_out="all", softmax=_softmax_rows):
     """Grouped-query attention as a loop over query heads, with one thing done wrong."""
     n, d_model = X.shape
     d_head = d_model // h
@@ -126,7 +143,7 @@ def _gqa(X, W_q, W_k, W_v, W_o, h, g, mask=None, *, pair="div", scale="d_head", 
         S = (X @ W_q[:, c]) @ (X @ W_k[:, kv]).T / _scale(d_model, d_head, g, scale)
         if mask is not None and use_mask:
             S = np.where(mask, S, -np.inf)
-        A = _softmax_rows(S)
+        A = softmax(S)
         outs.append(A @ (X @ W_v[:, kv]))
         maps.append(A)
     out = np.concatenate(outs, axis=1)
@@ -168,6 +185,14 @@ GQA_MISTAKES = [
             lambda *a, mask=None: _gqa(*a, mask, scale="none")),
     Mistake("the mask was ignored: pass it on to every head's attention.",
             lambda *a, mask=None: _gqa(*a, mask, use_mask=False)),
+    Mistake("a causal mask was applied although none was given (mask=None): without a mask every "
+            "query attends to every key, the later ones too. Apply only the mask you are given "
+            "(a PyTorch habit: scaled_dot_product_attention(..., is_causal=True) always masks).",
+            lambda *a, mask=None: _gqa(*a, reference.causal_mask(len(a[0])) if mask is None else mask)),
+    Mistake("the mask was applied the wrong way round: the scores were blocked where the mask is "
+            "True (PyTorch's masked_fill(mask, -inf) convention, True = blocked). In this course "
+            "True means 'may attend': block the scores where the mask is False.",
+            lambda *a, mask=None: _gqa(*a, None if mask is None else ~mask, softmax=_plain_softmax)),
     Mistake("W_o was left out: after the heads are merged back to (n, d_model), multiply by W_o.",
             lambda *a, mask=None: _gqa(*a, mask, use_W_o=False)),
     Mistake("the weights have one map per key/value head (averaged over each group): return "
@@ -231,8 +256,8 @@ WINDOW_MISTAKES = [
     Mistake("the band is upside down: token i sees the tokens after it (0 <= j - i < window). "
             "It should see itself and the ones before it: 0 <= i - j < window.",
             lambda n, w: _band(n, 1 - w, 0)),
-    Mistake(f"the mask used window={NOTEBOOK_WINDOW}: that is the notebook's global window "
-            f"(section 3), not the argument. Use the window the function is given.",
+    Mistake(f"the mask used window={NOTEBOOK_WINDOW}: that is the notebook's global `window`, set "
+            f"in section 4, not the argument. Use the window the function is given.",
             lambda n, w: reference.sliding_window_mask(n, NOTEBOOK_WINDOW)),
     Mistake("this is the causal mask: the window is not applied (a token sees every earlier "
             "token). Also require i - j < window.",
@@ -244,10 +269,16 @@ WINDOW_MISTAKES = [
     Mistake(_ADDITIVE.format(rule="0 <= i - j < window"),
             lambda n, w: np.where(reference.sliding_window_mask(n, w), 0.0, -1e9)),
 ]
+# An additive mask (0 / -inf or 0 / -1e9) of a band of the wrong width, as Mistral's reference
+# code writes it (log of a 0/1 band of window + 1 tokens): both things named, the boolean first.
+WINDOW_MISTAKES += [
+    Mistake(_ADDITIVE.format(rule="0 <= i - j < window") + " Besides, " + wrong.message[0].lower()
+            + wrong.message[1:], (lambda f, fill: lambda n, w: np.where(f(n, w), 0.0, fill))(wrong.fn, fill))
+    for wrong in WINDOW_MISTAKES[:6] for fill in (-np.inf, -1e9)]
 
 
 # ------------------------------------------------------------ attention_decode_step
-def _decode_case(rng, h, g, d_head, t, window, label, pass_g=True):
+def _decode_case(rng, h, g, d_head, t, window, label, pass_g=True, position=None, base=None):
     d_model = h * d_head
     x = rng.standard_normal(d_model)
     cache = {"K": rng.standard_normal((g, t, d_head)), "V": rng.standard_normal((g, t, d_head))}
@@ -255,13 +286,19 @@ def _decode_case(rng, h, g, d_head, t, window, label, pass_g=True):
     if window is not None:
         kwargs["window"] = window
     note = "" if window is None else f", window={window}"
+    if position is not None:
+        kwargs["position"] = position
+        note += f", position={position}"
+    if base is not None:
+        kwargs["base"] = base
+        note += f", base={base:g}"
     return Case((x, cache, *_weights(rng, d_model, h, g), h), kwargs,
                 f"{label}: x ({d_model},), cache K and V ({g}, {t}, {d_head}), num_heads={h}"
                 + (f", num_kv_heads={g}" if pass_g else "") + note)
 
 
 def decode_cases(rng, hidden):
-    shapes = [  # (num_heads, num_kv_heads, d_head, t, window, label, pass num_kv_heads)
+    shapes = [  # (num_heads, num_kv_heads, d_head, t, window, label, pass num_kv_heads[, position, base])
         (4, 2, 3, 5, None, "5 cached tokens, 4 query heads, 2 kv heads", True),
         (2, 2, 4, 3, None, "num_kv_heads left out (= num_heads)", False),
         (4, 2, 2, 5, 3, "a cache longer than the window", True),
@@ -270,53 +307,120 @@ def decode_cases(rng, hidden):
         (4, 2, 3, 0, None, "the first token: an empty cache", True),
         (2, 2, 2, 3, 1, "a window of 1: the token sees only itself", True),
         (6, 3, 2, 4, None, "6 query heads, 3 kv heads", True),
+        # RoPE (lesson 09) under the cache: head sizes of 4 and more, where the interleaved
+        # pairs differ from split halves; positions that differ from the cache's length and
+        # from position % window; a base other than 10000
+        (4, 2, 4, 5, None, "RoPE after a prefill of 5 tokens (positions 0-4)", True, 5),
+        (4, 2, 4, 3, 3, "RoPE with a window: 3 cached tokens, the new one at position 10", True, 10),
+        (8, 2, 4, 4, None, "RoPE, 8 query heads sharing 2 kv heads, base 500", True, 4, 500.0),
+        (2, 2, 6, 0, None, "RoPE, the first token (position 0)", True, 0),
     ]
     if hidden:   # the grader's sizes, drawn afresh for each grading run
         size = sizer(rng)
         h, g = [(4, 2), (6, 2), (6, 3), (8, 2), (8, 4)][int(rng.integers(5))]
         w, t_short = size(2, 4), size(3, 5)
+        t_rope, w_rope = size(5, 9), size(3, 5)
         shapes = [(h, g, size(2, 4), size(3, 7), None, f"{h} query heads, {g} kv heads", True),
                   (3, 3, size(2, 4), size(1, 4), None, "num_kv_heads left out", False),
                   (4, 2, size(2, 3), w + size(2, 3), w, "a cache longer than the window", True),
                   (h, 1, 2, w, w, "a full window (multi-query)", True),
                   (2, 2, size(2, 3), t_short, t_short + size(2, 3), "a window not yet full", True),
                   (4, 2, 2, 0, None, "the first token", True),
-                  (2, 1, size(2, 4), size(2, 4), 1, "a window of 1", True)]
+                  (2, 1, size(2, 4), size(2, 4), 1, "a window of 1", True),
+                  (h, g, 2 * size(2, 4), t_rope, None, "RoPE after a prefill", True, t_rope),
+                  (4, 2, 2 * size(2, 3), w_rope, w_rope, "RoPE with a full window", True,
+                   size(3, 5) * w_rope + size(1, w_rope - 1)),
+                  (8, 2, 2 * size(2, 3), size(3, 6), None, "RoPE with GQA, another base", True,
+                   size(12, 40), float(rng.choice([100.0, 500.0, 2000.0])))]
     return [_decode_case(rng, *shape) for shape in shapes]
 
 
-def _decode(x, cache, W_q, W_k, W_v, W_o, h, num_kv_heads=None, window=None, *, pair="div",
-            scale="d_head", append="before", cut="after append", use_W_o=True, return_old=False,
-            start="max(0, .)", order="kept"):
-    """The decode step with one thing done wrong (a loop over query heads); none: the reference."""
+def _rotated(x, positions, base, d_model, convention):
+    """x (..., n, d) rotated by RoPE at ``positions`` (n,), in one of the conventions learners use."""
+    if convention == "interleaved":                  # the course's (lesson 09)
+        return reference.rope(x, positions, base)
+    if convention == "split halves":                 # Hugging Face's rotate_half
+        return rope_split_halves(x, positions, base)
+    d = x.shape[-1]                                  # "d_model": base**(-2i / d_model), not d_head
+    angles = np.asarray(positions, float)[:, None] * base ** (-2 * np.arange(d // 2) / d_model)
+    cos, sin = np.cos(angles), np.sin(angles)
+    out = np.empty_like(x)
+    out[..., 0::2] = x[..., 0::2] * cos - x[..., 1::2] * sin
+    out[..., 1::2] = x[..., 0::2] * sin + x[..., 1::2] * cos
+    return out
+
+
+def _decode(x, cache, W_q, W_k, W_v, W_o, h, num_kv_heads=None, window=None, position=None,
+            base=10000.0, *, pair="div", scale="d_head", append="before", cut="after append",
+            use_W_o=True, return_old=False, start="max(0, .)", order="kept", rotate="q and k",
+            at="position", convention="interleaved", base_used="given", first_token="attends",
+            merge="heads in order"):
+    """The decode step with one thing done wrong (a loop over query heads); none: the reference.
+
+    RoPE's switches: ``rotate`` (what is rotated: "q and k", "q only", "q, k and v", "none",
+    "key cached unrotated", "cache again"), ``at`` (the angle's position: "position",
+    "position + 1", "cache length", "position % window"), ``convention`` ("interleaved",
+    "split halves", "d_model") and ``base_used`` ("given", "10000").
+    """
     g = h if num_kv_heads is None else num_kv_heads
     d_model = x.shape[0]
     d_head = d_model // h
-    q = (x @ W_q).reshape(h, d_head)
+    q = (x @ W_q).reshape(h, 1, d_head)
     k, v = (x @ W_k).reshape(g, 1, d_head), (x @ W_v).reshape(g, 1, d_head)
     K_old, V_old = cache["K"], cache["V"]
-    if window is not None and cut == "before append":
-        K_old, V_old = K_old[:, max(0, K_old.shape[1] - window):], V_old[:, max(0, V_old.shape[1] - window):]
-    K, V = np.concatenate([K_old, k], axis=1), np.concatenate([V_old, v], axis=1)
-    K_keep, V_keep = K, V                                  # what is returned
-    if window is not None and cut in ("after append", "after attending", "window - 1"):
-        keep = window - 1 if cut == "window - 1" else window
-        first = K.shape[1] - keep if start == "negative" else max(0, K.shape[1] - keep)
-        K_keep, V_keep = K[:, first:], V[:, first:]
-    K_seen, V_seen = (K_keep, V_keep) if cut != "after attending" else (K, V)
-    if append == "after":                                 # attends to the earlier tokens only
-        K_seen, V_seen = K_seen[:, :-1], V_seen[:, :-1]
+    k_cached = k
+    if position is not None and rotate != "none":
+        p = {"position": position, "position + 1": position + 1, "cache length": K_old.shape[1],
+             "position % window": position if window is None else position % window}[at]
+        b = base if base_used == "given" else 10000.0
+
+        def rot(A, count=1):
+            return _rotated(A, [p] * count, b, d_model, convention)
+        q = rot(q)
+        if rotate != "q only":
+            k = rot(k)
+            k_cached = k if rotate != "key cached unrotated" else k_cached
+        if rotate == "q, k and v":
+            v = rot(v)
+        if rotate == "cache again":                         # every cached key rotated at p again
+            K_old = rot(K_old, K_old.shape[1])
+    q = q[:, 0]
+
+    def arrange(K_old, V_old, k, v):
+        """What the token attends to, and what is returned, as the switches say."""
+        if window is not None and cut == "before append":
+            first = max(0, K_old.shape[1] - window)
+            K_old, V_old = K_old[:, first:], V_old[:, first:]
+        if window is not None and cut == "-(window - 1) before append":   # -0 keeps everything
+            K_old, V_old = K_old[:, -(window - 1):], V_old[:, -(window - 1):]
+        K, V = np.concatenate([K_old, k], axis=1), np.concatenate([V_old, v], axis=1)
+        K_keep, V_keep = K, V                                  # what is returned
+        if window is not None and cut in ("after append", "after attending", "window - 1"):
+            keep = window - 1 if cut == "window - 1" else window
+            first = K.shape[1] - keep if start == "negative" else max(0, K.shape[1] - keep)
+            K_keep, V_keep = K[:, first:], V[:, first:]
+        K_seen, V_seen = (K_keep, V_keep) if cut != "after attending" else (K, V)
+        if append == "after":                                 # attends to the earlier tokens only
+            K_seen, V_seen = K_seen[:, :-1], V_seen[:, :-1]
+        if order == "new first":                               # the same tokens, the new one first
+            K_keep, V_keep = np.roll(K_keep, 1, axis=1), np.roll(V_keep, 1, axis=1)
+        elif order == "rolling" and window is not None and K_old.shape[1] == window:
+            # a full ring buffer of `window` slots: the new token overwrites slot t % window = 0
+            K_keep, V_keep = K_old.copy(), V_old.copy()
+            K_keep[:, 0], V_keep[:, 0] = k[:, 0], v[:, 0]
+        return K_seen, V_seen, K_keep, V_keep
+
+    K_seen, V_seen, K_keep, V_keep = arrange(K_old, V_old, k, v)
+    if k_cached is not k:
+        K_keep = arrange(K_old, V_old, k_cached, v)[2]
     kv_of = _kv_of(h, g, pair)
-    out = np.concatenate([_softmax_rows(K_seen[kv_of[i]] @ q[i] / _scale(d_model, d_head, g, scale))
-                          @ V_seen[kv_of[i]] for i in range(h)])
+    heads = np.array([_softmax_rows(K_seen[kv_of[i]] @ q[i] / _scale(d_model, d_head, g, scale))
+                      @ V_seen[kv_of[i]] for i in range(h)])                # (h, d_head)
+    out = heads.T.reshape(-1) if merge == "transposed" else heads.reshape(-1)
+    if first_token == "zero" and cache["K"].shape[1] == 0:
+        out = np.zeros_like(out)
     if use_W_o:
         out = out @ W_o
-    if order == "new first":                               # the same tokens, the new one first
-        K_keep, V_keep = np.roll(K_keep, 1, axis=1), np.roll(V_keep, 1, axis=1)
-    elif order == "rolling" and window is not None and K_old.shape[1] == window:
-        # a full ring buffer of `window` slots: the new token overwrites slot t % window = 0
-        K_keep, V_keep = K_old.copy(), V_old.copy()
-        K_keep[:, 0], V_keep[:, 0] = k[:, 0], v[:, 0]
     return out, ({"K": cache["K"], "V": cache["V"]} if return_old else {"K": K_keep, "V": V_keep})
 
 
@@ -350,6 +454,10 @@ _UNORDERED = ("the output is right, but new_cache holds its tokens in another or
               "step's window cut does (it drops the oldest, at the front).")
 
 DECODE_MISTAKES = [
+    Mistake("the first token (an empty cache) got an output of zeros: it has its own key and "
+            "value to attend to, appended to the cache before attending, so its output is its "
+            "own value mixed by W_o, as row 0 of causal attention is.",
+            lambda *a, **k: _decode(*a, **k, first_token="zero")),
     Mistake("the new token's key and value were appended AFTER attending, so the token could "
             "not see itself (and the first token, with an empty cache, saw nothing). Append "
             "its key and value to the cache first, then attend over all of it: token t's row "
@@ -357,6 +465,15 @@ DECODE_MISTAKES = [
             lambda *a, **k: _decode(*a, **k, append="after")),
     Mistake(_SCALE_D_MODEL, lambda *a, **k: _decode(*a, **k, scale="d_model")),
     Mistake(_PAIRING, lambda *a, **k: _decode(*a, **k, pair="mod")),
+    Mistake("the heads were merged in the wrong order: the output must be head 0's d_head numbers, "
+            "then head 1's, and so on (a reshape of the (num_heads, d_head) outputs), not the "
+            "transpose's, which interleaves the heads.",
+            lambda *a, **k: _decode(*a, **k, merge="transposed")),
+    Mistake("with window=1 the cache grows past the window: the slice [:, -(window - 1):] is "
+            "[:, -0:], and -0 is 0, so it keeps every token. Keep the last window - 1 earlier "
+            "tokens with a start index that cannot be -0 (max(0, t - (window - 1))), or append "
+            "first and keep [:, -window:].",
+            lambda *a, **k: _decode(*a, **k, cut="-(window - 1) before append")),
     Mistake("the cache grows past the window: with a window, keep only the last `window` "
             "tokens (the new one included), in what you attend to and in what you return. "
             "Otherwise its memory grows with every token.",
@@ -364,9 +481,10 @@ DECODE_MISTAKES = [
     Mistake("the cache was cut to `window` tokens BEFORE the new token was appended, so it "
             "holds window + 1 tokens and the token sees window + 1: cut after appending.",
             lambda *a, **k: _decode(*a, **k, cut="before append")),
-    Mistake("the returned cache is right, but the token attended to window + 1 tokens: it "
-            "attended before the cache was cut. Cut to the last `window` tokens first "
-            "(the token itself and the window - 1 before it), then attend.",
+    Mistake("the returned cache is right, but the token attended to every token it was given "
+            "(all the cached ones and itself), more than the window allows: it attended before "
+            "the cache was cut. Cut to the last `window` tokens first (the token itself and the "
+            "window - 1 before it), then attend.",
             lambda *a, **k: _decode(*a, **k, cut="after attending")),
     Mistake("only window - 1 tokens were kept (the token and window - 2 before it): a token "
             "sees itself and the window - 1 tokens before it, `window` in all.",
@@ -386,7 +504,39 @@ DECODE_MISTAKES = [
             "needs the position of each slot as well; this exercise's contract keeps the order.",
             lambda *a, **k: _decode(*a, **k, order="rolling")),
     Mistake(_UNORDERED, lambda *a, **k: _decode(*a, **k, order="new first")),
-]
+] + [Mistake(message, (lambda switches: lambda *a, **k: _decode(*a, **k, **switches))(switches))
+     for message, switches in [
+    ("the position was not used: with position=... the query and key must be rotated by RoPE "
+     "(lesson 09's rope) at that position before attending. (The same output comes from "
+     "rotating the query and every key at the new token's position: q . k then only sees a "
+     "difference of 0, as if there were no RoPE.)", {"rotate": "none"}),
+    ("the key was rotated for attending, but cached UNROTATED: the cache must hold every key "
+     "already rotated at its own position, because the next steps never rotate it again "
+     "(they do not know where it stood). Store the rotated key.", {"rotate": "key cached unrotated"}),
+    ("only the query was rotated: RoPE rotates the new token's key too, at the same position, "
+     "before it is cached (the cached keys were rotated at theirs).", {"rotate": "q only"}),
+    ("every cached key was rotated again at the new token's position: the keys in the cache "
+     "were already rotated at their own positions when they were stored. Rotate only the new "
+     "token's query and key; leave the cached keys as they are.", {"rotate": "cache again"}),
+    ("the values were rotated too: RoPE rotates queries and keys only (it shapes the scores); "
+     "the values are mixed as they are.", {"rotate": "q, k and v"}),
+    ("the rotation used position + 1: positions count from 0 (the first token is position 0, "
+     "where RoPE rotates by nothing). Rotate at `position` itself.", {"at": "position + 1"}),
+    ("the rotation used the cache's length as the position: that is the token's position only "
+     "while nothing has been dropped. With a window (or a cache that does not start at token 0) "
+     "they differ: rotate at the `position` you are given.", {"at": "cache length"}),
+    ("the rotation used position % window: with a window the positions go on counting, because "
+     "RoPE needs the true distance between the query and each cached key (rotated at their own, "
+     "true positions). Rotate at `position` itself.", {"at": "position % window"}),
+    ("the rotation pairs split halves (x[i], x[i + d_head/2]), Hugging Face's rotate_half: "
+     "this course's rope (lesson 09) rotates interleaved pairs (x[2i], x[2i+1]). Use rope.",
+     {"convention": "split halves"}),
+    ("the rotation's frequencies were computed over d_model: RoPE rotates each head's d_head "
+     "numbers, so pair i turns by position * base**(-2i / d_head), with d_head = d_model // "
+     "num_heads. Rotate each head's (…, 1, d_head) query and key.", {"convention": "d_model"}),
+    ("the rotation ignored the `base` it was given (it used 10000): pass base on to rope.",
+     {"base_used": "10000"}),
+]]
 
 
 # ------------------------------------------------------------ key_padding_mask
@@ -456,11 +606,40 @@ PADDING_MISTAKES = [
             "all False: it has no real key. That does not give NaN here: the course's attention "
             "gives a row with no allowed key zero weights and a zero output.",
             lambda lengths, n: _padding(lengths, n, empty="key 0")),
+    Mistake("the mask is max(lengths) wide, not n: the batch is padded to n tokens (here no "
+            "sequence fills all n), so the scores have n columns. Take the width from the "
+            "argument n.",
+            lambda lengths, n: _padding(lengths, max(lengths))),
     Mistake(_ADDITIVE.format(rule="j < lengths[b]"),
             lambda lengths, n: np.where(_padding(lengths, n), 0.0, -np.inf)),
     Mistake(_ADDITIVE.format(rule="j < lengths[b]"),
             lambda lengths, n: np.where(_padding(lengths, n), 0.0, -1e9)),
 ]
+
+
+def _only_where_wrong(mistakes, reference_fn):
+    """Each mistake, simulated only where it differs from the reference.
+
+    Where a mistake gives the reference's own answer (a slice ``:-0`` when no sequence is
+    as long as n, ``i - j <= window`` when the window covers every token), it says nothing
+    about an answer: the check then tries the next mistake, or says what else is wrong
+    (e.g. the dtype). There the simulator returns an empty array of a shape of its own,
+    ``(index + 1, 0)``, which no answer matches but the mistake itself.
+    """
+    def only_where_wrong(fn, index):
+        def simulated(*args, **kwargs):
+            expected = reference_fn(*copy.deepcopy(args), **copy.deepcopy(kwargs))
+            got = fn(*args, **kwargs)
+            return np.zeros((index + 1, 0)) if agrees(got, expected, 1e-12, 1e-12) else got
+        return simulated
+    return [m if m.fn is _decode_in_place else Mistake(m.message, only_where_wrong(m.fn, index))
+            for index, m in enumerate(mistakes)]
+
+
+GQA_MISTAKES = _only_where_wrong(GQA_MISTAKES, reference.grouped_query_attention)
+WINDOW_MISTAKES = _only_where_wrong(WINDOW_MISTAKES, reference.sliding_window_mask)
+DECODE_MISTAKES = _only_where_wrong(DECODE_MISTAKES, reference.attention_decode_step)
+PADDING_MISTAKES = _only_where_wrong(PADDING_MISTAKES, reference.key_padding_mask)
 
 
 EXERCISES = [

@@ -63,7 +63,9 @@ def _grouped_attention(q, K, V, num_kv_heads, mask=None):
     q : ndarray, shape (..., num_heads, n_q, d_head)
     K, V : ndarray, shape (..., num_kv_heads, n_k, d_head)
         Query head i uses key/value head ``i // (num_heads // num_kv_heads)``.
-    mask : bool ndarray broadcastable to (n_q, n_k), optional
+    mask : bool ndarray broadcastable to (..., num_heads, n_q, n_k), optional
+        An ``(n_q, n_k)`` mask is shared by every head and sequence; a per-sequence mask,
+        e.g. ``(B, 1, n_q, n_k)``, by the heads of its sequence.
 
     Returns
     -------
@@ -78,12 +80,35 @@ def _grouped_attention(q, K, V, num_kv_heads, mask=None):
     scale = q.dtype.type(1.0 / np.sqrt(d_head))                    # the HEAD size, as in lesson 04
     scores = (q * scale) @ np.swapaxes(K, -1, -2)[..., None, :, :]  # (..., g, group, n_q, n_k)
     if mask is not None:
+        if mask.ndim > 2:   # (..., h or 1, n_q, n_k): split its head axis into (g, group) too
+            mask = np.broadcast_to(mask, (*mask.shape[:-3], h, *mask.shape[-2:]))
+            mask = mask.reshape(*mask.shape[:-3], num_kv_heads, group, *mask.shape[-2:])
         np.copyto(scores, -np.inf, where=~mask)
     weights = _softmax(scores, axis=-1, overwrite=True)             # rows sum to 1 (or 0)
     out = weights @ V[..., None, :, :]                              # (..., g, group, n_q, d_head)
     n_k = K.shape[-2]
     return (out.reshape(*batch, h, n_q, d_head),
             weights.reshape(*batch, h, n_q, n_k))
+
+
+def _check_mask(where, mask, scores_shape):
+    """A boolean mask that broadcasts to ``scores_shape`` ``(..., num_heads, n_q, n_k)``."""
+    if not isinstance(mask, np.ndarray) or mask.dtype != np.bool_:
+        return bool_mask(where, mask, scores_shape[-2:])      # its message: not a boolean array
+    try:
+        fits = np.broadcast_shapes(mask.shape, scores_shape) == tuple(scores_shape)
+    except ValueError:
+        fits = False
+    if not fits:
+        *batch, h, n_q, n_k = scores_shape
+        hint = ""
+        if mask.ndim == 3 and batch and mask.shape[0] == batch[-1]:
+            hint = (f"; a mask per sequence needs an axis for the heads: mask[:, None] is "
+                    f"{shape_str((mask.shape[0], 1, *mask.shape[1:]))}")
+        raise ValueError(f"{where}: mask {shape_str(mask.shape)} does not broadcast to the scores "
+                         f"{shape_str(scores_shape)} (..., num_heads, n_q, n_k): give (n_q, n_k) "
+                         f"for every sequence alike, or (B, 1, n_q, n_k) per sequence{hint}")
+    return mask
 
 
 def grouped_query_attention(X, W_q, W_k, W_v, W_o, num_heads, num_kv_heads, mask=None):
@@ -98,7 +123,13 @@ def grouped_query_attention(X, W_q, W_k, W_v, W_o, num_heads, num_kv_heads, mask
     num_heads : int, divides d_model
     num_kv_heads : int, divides num_heads
         ``num_heads``: multi-head attention (lesson 04); ``1``: multi-query attention.
-    mask : bool ndarray broadcastable to (n, n), optional
+    mask : bool ndarray broadcastable to (..., num_heads, n, n), optional
+        True where a query may attend to a key. ``(n, n)`` (e.g. ``causal_mask(n)``) is
+        shared by every sequence and head; a batch ``X (B, n, d_model)`` of sequences of
+        different lengths takes a per-sequence mask ``(B, 1, n, n)``, shared by the heads
+        of each sequence (as PyTorch's ``attn_mask`` broadcasts over heads, with the
+        opposite polarity). ``(B, n, n)`` is read as ``(num_heads, n, n)``: add the head
+        axis, ``mask[:, None]``.
 
     Returns
     -------
@@ -116,7 +147,7 @@ def grouped_query_attention(X, W_q, W_k, W_v, W_o, num_heads, num_kv_heads, mask
     mats = _check_weights(where, d_model, num_kv_heads * d_head, W_q, W_k, W_v, W_o,
                           "(d_model, num_kv_heads * d_head)")
     if mask is not None:
-        bool_mask(where, mask, (n, n))
+        mask = _check_mask(where, mask, (*batch, num_heads, n, n))
 
     def heads(A, count):            # (..., n, count * d_head) -> (..., count, n, d_head)
         return np.swapaxes(A.reshape(*batch, n, count, d_head), -3, -2)

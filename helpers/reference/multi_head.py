@@ -89,8 +89,32 @@ def _check_mha(where, X, W_q, W_k, W_v, W_o, num_heads, mask):
         mats[name] = W
     num_heads = _check_heads(where, d_model, num_heads)
     if mask is not None:
-        bool_mask(where, mask, (X.shape[-2], X.shape[-2]))
+        _check_heads_mask(where, mask, X, num_heads)
     return X, mats, num_heads
+
+
+def _check_heads_mask(where, mask, X, num_heads):
+    """A boolean mask that broadcasts to the heads' scores ``(..., num_heads, n, n)``.
+
+    ``(n, n)`` is one mask for every sentence and head; ``(B, 1, n, n)`` one per sentence
+    (padding and causal together), broadcast over the heads, as torch's ``attn_mask`` is.
+    A mask with as many axes as ``X`` (``(B, n, n)`` for ``X (B, n, d_model)``) is refused:
+    its first axis would line up with the heads.
+    """
+    *batch, n, _ = X.shape
+    target = (*batch, num_heads, n, n)
+    if isinstance(mask, np.ndarray) and mask.ndim == X.ndim >= 3:
+        raise ValueError(f"{where}: mask {shape_str(mask.shape)} has as many axes as X "
+                         f"{shape_str(X.shape)}, so its first axis would line up with the heads: give "
+                         f"a per-sentence mask an axis for the heads, mask[:, None] of shape "
+                         f"{shape_str((*mask.shape[:-2], 1, *mask.shape[-2:]))}")
+    try:
+        bool_mask(where, mask, target)
+    except ValueError:
+        raise ValueError(f"{where}: mask {shape_str(mask.shape)} does not broadcast to the heads' "
+                         f"scores {shape_str(target)} (..., num_heads, n, n) for X "
+                         f"{shape_str(X.shape)}: use (n, n) for every sentence, or (B, 1, n, n) "
+                         f"for one mask per sentence") from None
 
 
 def multi_head_attention(X, W_q, W_k, W_v, W_o, num_heads, mask=None):
@@ -101,8 +125,10 @@ def multi_head_attention(X, W_q, W_k, W_v, W_o, num_heads, mask=None):
     X : ndarray, shape (..., n, d_model)
     W_q, W_k, W_v, W_o : ndarray, shape (d_model, d_model)
     num_heads : int, divides d_model
-    mask : bool ndarray broadcastable to (n, n), optional
-        The same mask for every head.
+    mask : bool ndarray broadcastable to (..., num_heads, n, n), optional
+        True where a query may attend to a key, the same for every head unless it has a heads
+        axis: ``(n, n)`` for every sentence, ``(B, 1, n, n)`` for one mask per sentence (a
+        padded batch's padding-and-causal mask). A query with no key allowed gets zeros.
 
     Returns
     -------

@@ -1,4 +1,4 @@
-"""Lesson 10, section 7: induction heads, trained by next-token prediction.
+"""Lesson 10, section 8: induction heads, trained by next-token prediction.
 
 Read it top to bottom. The data: random tokens (24 kinds) in which a segment of 5 tokens
 appears twice, the second time after a gap of 0 to 5 random tokens, at a place that varies::
@@ -111,7 +111,7 @@ def _T(a):
     return np.swapaxes(a, -1, -2)
 
 
-def forward(params, tokens, keep=None, cache=False):
+def forward(params, tokens, keep=None, cache=False, reads=None):
     """Embed, run every layer (each adds its output to its input), unembed.
 
     Parameters
@@ -120,6 +120,12 @@ def forward(params, tokens, keep=None, cache=False):
     tokens : int ndarray (R, B, n), or (B, n) for the same sequences in every run
     keep : dict {layer: ndarray (B, n)} or None
         For an ablation: layer l's update at token i is multiplied by ``keep[l][:, i]``.
+    reads : dict or None
+        For an ablation seen by some projections only: ``{"layer": l, "keep": (B, n),
+        "sides": ("K",)}`` removes layer l's update (multiplied by ``keep``) from the stream
+        that the *later* layers' listed projections ("Q", "K", "V") read; every other
+        projection, and the stream itself, keep it. ``sides=("Q", "K", "V")`` is the same as
+        ``keep={l: ...}`` for what the later layers compute.
 
     Returns
     -------
@@ -133,8 +139,11 @@ def forward(params, tokens, keep=None, cache=False):
     n, d = X.shape[-2:]
     causal = np.tril(np.ones((n, n), dtype=bool))
     saved, weights = [], []
+    stripped = None                     # the stream without layer reads["layer"]'s update there
     for layer, W in enumerate(params["layers"], start=1):
-        Q, K, V = (_times(X, W[name]) for name in ("W_q", "W_k", "W_v"))
+        seen = {side: (stripped if stripped is not None and side in reads["sides"] else X)
+                for side in ("Q", "K", "V")}
+        Q, K, V = (_times(seen[side], W["W_" + side.lower()]) for side in ("Q", "K", "V"))
         scores = np.where(causal, Q @ _T(K) / np.sqrt(d).astype(X.dtype), -np.inf)
         A = np.exp(scores - scores.max(axis=-1, keepdims=True))
         A /= A.sum(axis=-1, keepdims=True)                          # (R, B, n, n)
@@ -144,6 +153,10 @@ def forward(params, tokens, keep=None, cache=False):
             out = out * keep[layer][..., None]                      # an ablation
         saved.append((X, Q, K, V, A, Z))
         weights.append(A)
+        if reads is not None and layer == reads["layer"]:
+            stripped = X + out * reads["keep"][..., None]
+        elif stripped is not None:
+            stripped = stripped + out
         X = X + out                                                 # the residual connection
     logits = _times(X, params["W_U"])
     if cache:
@@ -252,13 +265,18 @@ def attention_summary(runs, data=None):
             "induction": weights[-1][:, rows, query, source].mean(axis=1)}
 
 
-def ablate_at(runs, layer, where, data=None):
+def ablate_at(runs, layer, where, data=None, sides=None):
     """Accuracy (one per run) with layer ``layer``'s update removed at one place per question.
 
     where : {"source", "query", "earlier"}
-        "source": the token after the earlier occurrence (where the answer is: the *key*
-        side of layer 2); "query": the token whose next one is asked for (the *query*
-        side); "earlier": the earlier occurrence of the query's token.
+        "source": the token after the earlier occurrence (where the answer is);
+        "query": the token whose next one is asked for; "earlier": the earlier occurrence
+        of the query's token.
+    sides : None, or a tuple of "Q", "K", "V"
+        None removes the update from the stream itself (every later layer loses it there,
+        through its queries, keys and values alike). A tuple removes it only from what the
+        later layers' listed projections read: ``("K",)`` takes it from the keys alone and
+        so isolates K-composition; ``("V",)`` from the values alone (V-composition).
 
     Each question (a sequence and a place in its repeat) gets its own copy of the
     sequence, since each removes the update somewhere else.
@@ -270,9 +288,49 @@ def ablate_at(runs, layer, where, data=None):
     copies = tokens[rows]                                           # (count, n)
     keep = np.ones(copies.shape, dtype=params["tok"].dtype)
     keep[np.arange(len(rows)), at] = 0
-    logits, _ = forward(params, copies, keep={layer: keep})
+    if sides is None:
+        logits, _ = forward(params, copies, keep={layer: keep})
+    else:
+        logits, _ = forward(params, copies, reads={"layer": layer, "keep": keep, "sides": tuple(sides)})
     guess = logits[:, np.arange(len(rows)), query].argmax(axis=-1)
     return (guess == copies[np.arange(len(rows)), query + 1]).mean(axis=1)
+
+
+def by_position(runs, data=None):
+    """Layer 1's previous-token weight, and the accuracy, position by position (held out).
+
+    Returns
+    -------
+    dict
+        ``"previous"`` (R, n): the mean weight that position i puts on i - 1 in layer 1,
+        over every held-out sequence (NaN at 0); ``"accuracy"`` (R, n): the accuracy at the
+        determined places (:func:`determined`) whose answer sits at position j (NaN where
+        none does); ``"answers"`` (n,): how many determined places have their answer at j.
+    """
+    tokens, first, second = test_set() if data is None else data
+    params = _stacked(runs)
+    logits, weights = forward(params, tokens)
+    n = tokens.shape[1]
+    i = np.arange(1, n)
+    previous = np.full((len(weights[0]), n), np.nan)
+    previous[:, 1:] = weights[0][:, :, i, i - 1].mean(axis=1)
+    rows, query, source = inside_repeat(first, second)
+    once = determined(data)
+    right = logits[:, rows, query].argmax(axis=-1) == tokens[rows, query + 1]       # (R, count)
+    answers = np.bincount(source[once], minlength=n)
+    accuracy = np.full((len(weights[0]), n), np.nan)
+    for j in np.flatnonzero(answers):
+        accuracy[:, j] = right[:, once & (source == j)].mean(axis=1)
+    return {"previous": previous, "accuracy": accuracy, "answers": answers}
+
+
+def determined_example(data=None, answer_before=8):
+    """A held-out place for the induction maps: ``(sequence, query)``, determined (the query's
+    token occurred once before) and with its answer before position ``answer_before``."""
+    tokens, first, second = test_set() if data is None else data
+    rows, query, source = inside_repeat(first, second)
+    index = np.flatnonzero(determined(data) & (source < answer_before) & (query > source + 2))[0]
+    return int(rows[index]), int(query[index])
 
 
 def positional_baseline(data=None, seed=1):

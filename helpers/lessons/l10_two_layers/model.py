@@ -349,7 +349,7 @@ def patch(result, layer, at):
 def two_head_example(corpus, score=10.0, sink=13.0):
     """A hand-set one-layer, two-head pointer model that resolves the adjective task.
 
-    The review's construction: head 0's query of "it" scores every animal ``score`` and each
+    A construction by hand: head 0's query of "it" scores every animal ``score`` and each
     object adjective ``sink``; head 1 scores every object ``score`` and each animal adjective
     ``sink``. With "tired", head 1 puts its weight on "tired" (a sink) and head 0 on the
     animal: the mean over heads points at the animal. With "wet", the other way round. The

@@ -6,7 +6,8 @@ import numpy as np
 from ...plots import GREEN, LINES, VERMILLION, heatmap
 from ..l08_training.plots import loss_curves
 
-__all__ = ["circuit_matrices", "induction_maps", "loss_curves", "weights_by_seed"]
+__all__ = ["by_position", "circuit_matrices", "induction_losses", "induction_maps", "loss_curves",
+           "weights_by_seed"]
 
 
 def weights_by_seed(seeds, weights, labels, routes, *, ax=None, title=""):
@@ -46,7 +47,7 @@ def weights_by_seed(seeds, weights, labels, routes, *, ax=None, title=""):
     return ax
 
 
-# ------------------------------------------------------------------ induction (section 7)
+# ------------------------------------------------------------------ induction (section 8)
 def _colorbar(ax, image, label):
     ax.figure.colorbar(image, ax=ax, fraction=0.046, pad=0.04).set_label(label)
 
@@ -84,9 +85,73 @@ def induction_maps(run, tokens, first, second, query, *, letters=None):
         for start in (first, second):                              # the segment's two copies
             ax.axvspan(start - 0.5, start + induction.SEGMENT - 0.5, ymin=0.98, ymax=1.0,
                        color=GREEN)
-        ax.legend(loc="lower left", fontsize=8, framealpha=0.9)
+        ax.set_xticks(range(len(words)), labels=[f"{w}\n{j}" for j, w in enumerate(words)], fontsize=8)
+        ax.set_yticks(range(len(words)), labels=[f"{j} {w}" for j, w in enumerate(words)], fontsize=8)
+        ax.legend(loc="upper center", bbox_to_anchor=(0.5, -0.2), fontsize=8, framealpha=0.9)
     fig.suptitle(f"A held-out sequence; the segment (green bars) repeats. Query: position {query} "
                  f"(\"{words[query]}\"); the answer is at {source} (\"{words[source]}\")")
+    fig.tight_layout()
+    return fig
+
+
+def induction_losses(runs_by_depth, *, window=50, title=""):
+    """Next-token loss curves, one colour per seed, one line style per depth.
+
+    Parameters
+    ----------
+    runs_by_depth : dict of label -> list of results of :func:`.induction.train_runs`
+        e.g. ``{"two layers": two_ind, "one layer": one_ind}``; the same seeds in each.
+
+    Returns
+    -------
+    matplotlib Axes
+    """
+    from ..l08_training.plots import smooth
+    _, ax = plt.subplots(figsize=(9, 4.2))
+    for (label, runs), style in zip(runs_by_depth.items(), ("-", "--", ":")):
+        for run, color in zip(runs, LINES):
+            steps, averages = smooth(run["loss"], window)
+            ax.plot(steps, averages, style, color=color, linewidth=1.6,
+                    label=f"{label}, seed {run['config']['seed']}")
+    ax.set_xlabel("training step")
+    ax.set_ylabel(f"next-token loss (mean of {window} steps)")
+    ax.set_title(title)
+    ax.legend(fontsize=8, ncol=2)
+    return ax
+
+
+def by_position(found, *, seeds=None, title=""):
+    """Two panels from :func:`.induction.by_position`: layer 1's previous-token weight by
+    position, and the accuracy by the answer's position, one line per seed.
+
+    Returns
+    -------
+    matplotlib Figure
+    """
+    previous, accuracy, answers = found["previous"], found["accuracy"], found["answers"]
+    seeds = list(range(len(previous))) if seeds is None else list(seeds)
+    positions = np.arange(previous.shape[1])
+    fig, (left, right) = plt.subplots(1, 2, figsize=(11, 4))
+    for row, seed, color in zip(range(len(previous)), seeds, LINES):
+        left.plot(positions, previous[row], "o-", color=color, markersize=3, label=f"seed {seed}")
+        right.plot(positions, accuracy[row], "o-", color=color, markersize=3, label=f"seed {seed}")
+    left.set_title("layer 1: weight of position i on i - 1")
+    left.set_xlabel("position i")
+    left.set_ylabel("mean attention weight (held out)")
+    left.set_ylim(0, 1)
+    left.legend(fontsize=8)
+    right.set_title("accuracy where the answer sits at position j")
+    right.set_xlabel("position j of the answer (determined places)")
+    right.set_ylabel("held-out accuracy")
+    right.set_ylim(0, 1.05)
+    share = right.twinx()
+    share.bar(positions, answers / answers.sum(), color="0.8", width=0.6, zorder=0)
+    share.set_ylabel("share of the answers at j (grey bars)")
+    right.set_zorder(share.get_zorder() + 1)
+    right.patch.set_visible(False)
+    for ax in (left, right):
+        ax.set_xticks(positions)
+    fig.suptitle(title)
     fig.tight_layout()
     return fig
 

@@ -70,6 +70,26 @@ def decode_sequence(decode_step, X, W, num_heads, num_kv_heads=None, window=None
     return np.array(outs), cache
 
 
+def decode_step_repeating_kv(x, cache, W_q, W_k, W_v, W_o, num_heads, num_kv_heads=None, window=None):
+    """The decode step with each key/value head COPIED for its group (``np.repeat``), no RoPE.
+
+    The same outputs as :func:`helpers.reference.attention_decode_step`; it exists to be timed
+    against it: the copy reads and writes ``num_heads`` heads' worth of cache at every step.
+    """
+    W_q, W_k, W_v, W_o = (np.asarray(W) for W in (W_q, W_k, W_v, W_o))
+    g = num_heads if num_kv_heads is None else num_kv_heads
+    d_head = x.shape[-1] // num_heads
+    K = np.concatenate([cache["K"], (x @ W_k).reshape(g, 1, d_head)], axis=1)   # (g, t + 1, d_head)
+    V = np.concatenate([cache["V"], (x @ W_v).reshape(g, 1, d_head)], axis=1)
+    if window is not None:
+        K, V = K[:, max(0, K.shape[1] - window):], V[:, max(0, V.shape[1] - window):]
+    q = (x @ W_q).reshape(num_heads, 1, d_head)
+    group = num_heads // g                                                       # head i -> kv i // group
+    out, _ = reference.scaled_dot_product_attention(q, np.repeat(K, group, axis=0),
+                                                    np.repeat(V, group, axis=0))
+    return out.reshape(-1) @ W_o, {"K": K, "V": V}
+
+
 def rope_attention(X, W, num_heads, num_kv_heads=None, base=10000.0):
     """Causal grouped-query attention of the whole sequence, RoPE on every head's Q and K."""
     g = num_heads if num_kv_heads is None else num_kv_heads

@@ -42,7 +42,8 @@ def kv_heads_explorer(grouped_query_attention, X, W_q, W_k, W_v, W_o, tokens, nu
     heads each group's heads are averaged (:func:`helpers.reference.mean_pool_kv_heads`),
     and each step calls ``grouped_query_attention(X, W_q, W_k_g, W_v_g, W_o, h, g,
     mask=causal_mask(n))`` (the learner's own, once written). Each query head's tile is
-    framed in the colour of the key/value head it reads (colours repeat beyond 8 kv heads).
+    framed in the colour of the key/value head it reads (beyond 8 kv heads, see
+    :func:`frame_groups`).
     The head-count slider offers the divisors of d_model; the kv-heads slider the divisors
     of the current head count (moving the head count keeps the kv heads if they still divide
     it, else the largest divisor below). The title gives the cache size per token and for
@@ -74,16 +75,26 @@ def kv_heads_explorer(grouped_query_attention, X, W_q, W_k, W_v, W_o, tokens, nu
         W_v_g = mean_pool_kv_heads(W_v, h, g)
         _, weights = grouped_query_attention(X, W_q, W_k_g, W_v_g, W_o, h, g,
                                              mask=causal_mask(len(X)))             # (h, n, n)
-        fig.subplots_adjust(left=0.13, right=0.95, bottom=0.2, top=0.8)
+        fig.set_size_inches(figsize[0], _figure_height(h, len(X), figsize))
+        height = fig.get_figheight()
+        below = 0.96 if h <= 8 else 0.5                      # room for the token labels (up to 8 heads)
+        fig.subplots_adjust(left=0.13, right=0.95, bottom=below / height, top=1 - 0.96 / height)
         ax = fig.add_subplot()
         plots.head_maps(weights, tokens, ax=ax)
         frame_groups(ax, h, g, len(X))
         per_token = cache_numbers_per_token(g, d_head)
         share = "multi-head" if g == h else f"1/{h // g} of multi-head"
+        if g <= len(GROUP_COLOURS):
+            frames = "frame colour = the kv head a query head reads"
+        elif g == h:
+            frames = "each query head reads its own kv head"
+        else:
+            frames = "frames alternate colour from one group to the next"
         fig.suptitle(f"{h} query head{'s' if h > 1 else ''}, {g} key/value head{'s' if g > 1 else ''} "
-                     f"(groups of {h // g}; frame colour = the kv head a query head reads)\n"
+                     f"(groups of {h // g}; {frames})\n"
                      f"KV cache: 2 × {g} × {d_head} = {per_token} numbers per token, "
-                     f"{per_token * n_cached * 8 / 2**20:.2f} MiB for {n_cached} tokens ({share})",
+                     f"{per_token * n_cached * 8 / 2**20:.2f} MiB for {n_cached} tokens, one layer, "
+                     f"float64 ({share})",
                      fontsize=10)
 
     def redraw(num_kv_heads=None, num_heads=None):
@@ -115,17 +126,39 @@ def kv_heads_explorer(grouped_query_attention, X, W_q, W_k, W_v, W_o, tokens, nu
     return widgets.VBox([heads, kv, image]), redraw
 
 
+def _figure_height(num_heads, n, figsize):
+    """Inches: ``figsize``'s height, or less when the tiles' mosaic is too flat to fill it.
+
+    The mosaic (see :func:`helpers.plots.head_maps`) is as wide as the axes allow; a flat one
+    (16 heads: two rows of 8) would leave a blank band under the tiles at full height.
+    """
+    rows, cols = plots.head_grid(num_heads)
+    row_gap = 2 if num_heads <= 16 else 1
+    aspect = (rows * (n + row_gap) - row_gap) / (cols * (n + 1) - 1)      # height / width
+    tiles = 0.78 * figsize[0] * aspect                                     # inches, at full width
+    return min(figsize[1], tiles + 1.8 + (0.5 if num_heads <= 8 else 0.0))
+
+
 def frame_groups(ax, num_heads, num_kv_heads, n):
-    """Frame each tile of :func:`helpers.plots.head_maps` in its key/value head's colour."""
+    """Frame each tile of :func:`helpers.plots.head_maps` in its key/value head's colour.
+
+    Up to 8 key/value heads each has its own colour; beyond that the frames alternate between
+    two colours from one group to the next, and with one query head per kv head there are none.
+    """
     from matplotlib.patches import Rectangle
 
     _, cols = plots.head_grid(num_heads)
     row_gap = 2 if num_heads <= 16 else 1                           # as head_maps lays them out
     group = num_heads // num_kv_heads
-    width = 2.5 if num_heads <= 16 else 1.0                         # thinner around small tiles
+    if num_kv_heads > len(GROUP_COLOURS) and group == 1:
+        return                                      # every query head has its own kv head
+    # Up to 8 kv heads, one colour each; beyond, two colours alternating from one group to the
+    # next (8 colours would repeat, and frames of the same colour would look like one group).
+    palette = GROUP_COLOURS if num_kv_heads <= len(GROUP_COLOURS) else [ORANGE, BLUE]
+    width = 2.5 if num_heads <= 16 else 1.5                         # thinner around small tiles
     for k in range(num_heads):
         r, c = divmod(k, cols)
-        colour = GROUP_COLOURS[(k // group) % len(GROUP_COLOURS)]
+        colour = palette[(k // group) % len(palette)]
         ax.add_patch(Rectangle((c * (n + 1) - 0.5, r * (n + row_gap) - 0.5), n, n, fill=False,
                                linewidth=width, edgecolor=colour))
 
