@@ -197,5 +197,6 @@ def test_make_student_keeps_a_notebook_a_learner_edited_in_notebooks_and_names_i
                             cwd=course_copy, capture_output=True, text=True, timeout=300)
     assert (course_copy / "notebooks" / LESSON).read_bytes() == answered
     assert result.returncode == 1
-    assert f"notebooks/{LESSON}" in result.stderr and "cells" in result.stderr, result.stderr
+    assert f"notebooks/{LESSON}: cell" in result.stderr and "Nothing was overwritten" in result.stderr, \
+        result.stderr
     assert "(stale)" not in other.read_text(), "a notebook without anyone's edits was not regenerated"

@@ -325,6 +325,14 @@ def _read_record(record):
         return {}
 
 
+def _shown(path):
+    """``path`` relative to the working folder when it is inside it (as a learner typed it)."""
+    try:
+        return str(Path(path).resolve().relative_to(Path.cwd().resolve()))
+    except ValueError:
+        return str(path)
+
+
 def differing_cells(current_text, expected_text):
     """The 1-based numbers of the cells whose source (or outputs) differ between two notebooks.
 
@@ -425,9 +433,10 @@ def main(argv=None):
             compared = edits_not_ours(target, path, record, args.notebooks.parent)
             if compared is not None:
                 cells = differing_cells(current, compared) if compared else []
-                kept.append(f"{target}" + (f" (cells {', '.join(map(str, cells[:8]))}"
-                                            f"{' ...' if len(cells) > 8 else ''} differ from the "
-                                            f"committed version)" if cells else ""))
+                listed = ", ".join(map(str, cells[:8])) + (" ..." if len(cells) > 8 else "")
+                kept.append(f"{_shown(target)}" + (
+                    f": cell{'s' * (len(cells) > 1)} {listed} differ{'s' * (len(cells) == 1)} from what "
+                    f"the committed solution generates" if cells else ""))
                 continue
         target.parent.mkdir(parents=True, exist_ok=True)
         target.write_text(text, encoding="utf-8")
@@ -440,11 +449,11 @@ def main(argv=None):
         except OSError:
             pass
     if kept:
-        print("left unchanged, because they hold edits that make student did not write (someone's "
-              "work: a learner's answers, outputs, notes):\n  " + "\n  ".join(kept) + "\n"
-              "A learner's work belongs in my-notebooks/ (make lab copies the lessons there). To "
-              "regenerate one of these files, first move it somewhere else (it is not deleted), "
-              "then run make student again.", file=sys.stderr)
+        print("make student left these as they are: they hold edits it did not write (a learner's "
+              "answers, outputs or notes):\n  " + "\n  ".join(kept) + "\n"
+              "Nothing was overwritten. A learner's own copies of the lessons belong in my-notebooks/ "
+              "(make lab makes them). To regenerate such a file, first move it out of notebooks/ (the "
+              "edits stay in the moved copy), then run make student again.", file=sys.stderr)
         return 1
     if args.check and stale:
         print("out of date (run `make student`): " + ", ".join(str(p) for p in stale))
