@@ -10,8 +10,9 @@ solution code, and every link to a page of the site resolves (anchors included).
 
 Every slider moves on the page: a range input (or a menu) over frames drawn at build time,
 and each position shows its own figure. At a phone's width (390 px) the navigation and
-contents buttons open their panels; at a desktop's (1366 px) the navigation button
-collapses the sidebar; one search box, search snippets without TeX or buttons. No code line
+contents buttons open their panels; at a laptop's (1366 px) the navigation button
+collapses the sidebar and the contents button opens the page's contents (no third column: the
+code gets the width); one search box, search snippets without TeX or buttons. No code line
 wraps (a long one scrolls inside its block, and no name is split); no page wider than a
 phone; figures enlarge on a tap. No notebook plumbing: no setup cell, no "Shift + Enter";
 numbers measured at build time say so. Every lesson's maths rendered by MathJax with no
@@ -660,6 +661,24 @@ def test_on_a_desktop_the_navigation_button_collapses_the_sidebar_and_brings_it_
         toggle.click()
         page.wait_for_timeout(500)
         assert page.evaluate(_SIDEBAR)["shown"]
+    finally:
+        page.close()
+
+
+def test_on_a_laptop_the_contents_button_opens_the_pages_contents_and_a_link_closes_them(context, server):
+    # At 1366 px the contents are no third column (the code gets the width): a button opens them.
+    page = context.new_page()
+    try:
+        page.goto(server + f"notebooks/{LESSONS[-1]}.html", wait_until="load")
+        links = page.locator(".bd-sidebar-secondary nav.page-toc a")
+        assert not links.first.is_visible()
+        page.locator(".secondary-toggle").nth(visible_index(page, ".secondary-toggle")).click()
+        page.wait_for_timeout(300)
+        assert links.first.is_visible() and links.nth(1).is_visible()
+        target = links.nth(1).get_attribute("href")
+        links.nth(1).click()
+        page.wait_for_timeout(300)
+        assert page.url.endswith(target) and not links.first.is_visible()
     finally:
         page.close()
 

@@ -62,6 +62,25 @@
   patchSearch();
   document.addEventListener("DOMContentLoaded", patchSearch);
 
+  /* On a laptop (course.css: 992-1599 px) the page's contents are not a third column: the
+     header's contents button opens them as a panel on the right (a click on a link, on the
+     page, or Escape closes it). Elsewhere the theme's own behaviour stands. */
+  const LAPTOP = window.matchMedia("(min-width: 992px) and (max-width: 1599.98px)");
+  document.addEventListener("click", (event) => {
+    const toggle = event.target.closest && event.target.closest(".secondary-toggle");
+    const open = document.body.classList.contains("course-toc-open");
+    if (toggle && LAPTOP.matches) {
+      event.preventDefault();
+      event.stopImmediatePropagation();
+      document.body.classList.toggle("course-toc-open");
+    } else if (open && (!event.target.closest(".bd-sidebar-secondary") || event.target.closest("a"))) {
+      document.body.classList.remove("course-toc-open");
+    }
+  }, true);
+  document.addEventListener("keydown", (event) => {
+    if (event.key === "Escape") document.body.classList.remove("course-toc-open");
+  });
+
   /* Sliders that move without a kernel: each .course-slider holds the frames its slider drew
      when the page was built (helpers/instructor/book.py, show_slider_frames), each under the
      labels its controls showed. A range input (or a menu) per control picks the frame. A
