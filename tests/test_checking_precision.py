@@ -52,7 +52,11 @@ def test_a_rope_computing_in_float32_gets_one_verdict_over_many_grading_seeds():
     reports = _verdicts("rope", rope_with_float32_angles)
     assert len(reports) >= 50
     assert not any(report.ok for report in reports)
-    assert all("only to float32's precision" in report.failures[0] for report in reports)
+    # Its first failure says float32: within float32's precision, or (where only positions in
+    # the tens of thousands show it) the far positions' case, whose label names float32 angles.
+    assert all("only to float32's precision" in report.failures[0]
+               or ("far along" in report.failures[0] and "float32" in report.failures[0])
+               for report in reports)
 
 
 def test_a_right_float64_rope_written_another_way_passes_on_every_seed():

@@ -1009,14 +1009,18 @@ IMPLEMENTATIONS.update({
                 return out.reshape(-1) @ W_o, cache
             """, feedback="it changed the cache it was given"),
         Impl("loop over query heads", """
-            def attention_decode_step(x, cache, W_q, W_k, W_v, W_o, num_heads, num_kv_heads=None, window=None):
+            def attention_decode_step(x, cache, W_q, W_k, W_v, W_o, num_heads, num_kv_heads=None, window=None,
+                                      position=None, base=10000.0):
                 g = num_kv_heads or num_heads
                 d = len(x) // num_heads
-                K = np.concatenate([cache["K"], (x @ W_k).reshape(g, 1, d)], axis=1)
+                q, k = (x @ W_q).reshape(num_heads, 1, d), (x @ W_k).reshape(g, 1, d)
+                if position is not None:
+                    q, k = rope(q, [position], base), rope(k, [position], base)
+                K = np.concatenate([cache["K"], k], axis=1)
                 V = np.concatenate([cache["V"], (x @ W_v).reshape(g, 1, d)], axis=1)
                 if window is not None:
                     K, V = K[:, max(0, K.shape[1] - window):], V[:, max(0, V.shape[1] - window):]
-                q, parts = x @ W_q, []
+                q, parts = q.reshape(-1), []
                 for i in range(num_heads):
                     j = i // (num_heads // g)
                     s = K[j] @ q[i*d:(i+1)*d] / math.sqrt(d)

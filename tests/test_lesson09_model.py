@@ -14,7 +14,7 @@ from helpers.lessons.l08_training import training
 from helpers.lessons.l09_position import model, two_back
 from finite_differences import central_differences
 
-SHIFTS = (0, 1, 2, 4, 8)
+SHIFTS = (0, 1, 2, 3, 4, 8)
 
 
 @pytest.fixture(scope="module")
@@ -336,3 +336,47 @@ BAD_TWO_BACK = [
 def test_bad_argument_of_the_two_back_task_gets_a_clear_error_naming_it(kwargs, error, message):
     with pytest.raises(error, match="train_two_back: " + message):
         two_back.train_two_back(**kwargs)
+
+
+# ----------------------------------------------------------------- why RoPE's weight falls (section 5)
+def test_log_n_factor_is_one_up_to_the_trained_keys_then_the_log_ratio():
+    factor = two_back.log_n_factor(20, trained=16)
+    assert np.all(factor[:16] == 1.0)                               # queries 0..15 have <= 16 keys
+    assert factor[19] == pytest.approx(np.log(20) / np.log(16))     # query 19 has 20 keys
+
+
+def test_scaling_by_one_gives_by_bands_accuracy():
+    # by_band_scaled recomputes the layer from its scores; with a factor of 1 it is by_band.
+    result = l09_position.train_two_back("rope", lengths=(16,))
+    plain = {band: v["accuracy"] for band, v in two_back.by_band(result).items()}
+    assert two_back.by_band_scaled(result, trained=10**9) == plain
+
+
+@pytest.mark.parametrize("position", ["rope", "sinusoidal"])
+def test_the_weight_splits_into_target_trained_and_untrained_offsets(position):
+    result = l09_position.train_two_back(position, lengths=(16,))
+    parts, bands = two_back.weight_by_offset(result), two_back.by_band(result)
+    for band, w in parts.items():
+        assert w["target"] == pytest.approx(bands[band]["weight"], abs=1e-12)   # by_band's, another path
+        assert w["target"] + w["other_trained"] + w["untrained"] == pytest.approx(1.0)
+        assert w["target"] <= w["target_among_trained"] + 1e-12 and w["target_among_trained"] <= 1.0
+    assert parts["2-15"]["untrained"] == 0 and np.isnan(parts["2-15"]["per_key_untrained"])
+
+
+def test_with_uniform_attention_every_key_weighs_as_much_as_the_right_one():
+    result = l09_position.train_two_back("none", lengths=(16,), steps=1)
+    params = {**result["params"], "W_q": np.zeros_like(result["params"]["W_q"])}   # every score 0
+    parts = two_back.weight_by_offset({**result, "params": params}, bands=((2, 4), (20, 30)))
+    assert parts["20-29"]["per_key_trained"] == pytest.approx(1.0)
+    assert parts["20-29"]["per_key_untrained"] == pytest.approx(1.0)
+    assert parts["20-29"]["target_among_trained"] == pytest.approx(1 / 16)   # 16 keys at offsets 0..15
+
+
+def test_rope_two_back_falls_by_dilution_not_by_the_unseen_offsets():
+    # The lesson's section 5, seed 0: per key, unseen offsets weigh about what seen ones do;
+    # among the seen offsets the right key keeps its share; log-n scaling lifts the accuracy.
+    result = l09_position.train_two_back("rope", lengths=(16,))
+    far = two_back.weight_by_offset(result)["64-255"]
+    assert 0.5 < far["per_key_untrained"] / far["per_key_trained"] < 2
+    assert far["target_among_trained"] >= 0.6 and far["target"] <= 0.25
+    assert two_back.by_band_scaled(result)["64-255"] > two_back.by_band(result)["64-255"]["accuracy"] + 0.1

@@ -68,3 +68,24 @@ def test_turning_pairs_draws_one_panel_per_angle_list():
     titles = [ax.get_title() for ax in fig.axes]
     assert any("fast" in t for t in titles) and any("slow" in t for t in titles)
     assert all(ax.get_xlabel() and ax.get_ylabel() for ax in fig.axes)
+
+
+def test_each_encoding_has_one_colour_in_both_accuracy_figures_whatever_the_order():
+    shift = plots.accuracy_by_shift({"learned": [{0: 1.0, 1: 0.1}], "sinusoidal": [{0: 1.0, 1: 0.5}],
+                                     "rope": [{0: 1.0, 1: 1.0}]})
+    band = plots.accuracy_by_band({"sinusoidal": [{"2-15": {"accuracy": 1.0}}],
+                                   "rope": [{"2-15": {"accuracy": 1.0}}]}, chance=0.1)
+    line_colour = {line.get_label().split(" ")[0]: matplotlib.colors.to_hex(line.get_color())
+                   for line in shift.axes[0].lines if "median" in line.get_label()}
+    bar_colour = {bars.get_label().split(" ")[0]:
+                  matplotlib.colors.to_hex(bars.patches[0].get_facecolor()[:3])
+                  for bars in band.axes[0].containers}
+    assert line_colour["rope"] == bar_colour["rope"] and line_colour["sinusoidal"] == bar_colour["sinusoidal"]
+    assert len(set(line_colour.values())) == 3
+
+
+def test_a_grid_of_positive_values_gets_a_sequential_map_and_every_colorbar_a_label():
+    fig = plots.offset_grids([np.full((3, 3), 8.0) + np.eye(3), np.eye(3) - 0.5], ["positive", "signed"])
+    left, right = [ax for ax in fig.axes if ax.get_title()]
+    assert left.images[0].get_cmap().name == "viridis" and right.images[0].get_cmap().name == "RdBu_r"
+    assert all(ax.get_ylabel() for ax in fig.axes if not ax.get_title())      # the colorbars

@@ -85,7 +85,9 @@ def _positions(where, positions, n):
 
 
 def _rotate(x, positions, base, where, sign=1.0):
-    x = as_float_array(where, "x", x, min_ndim=2)
+    # contiguous: the strided pair slices below run faster on it (q and k are usually views
+    # of split heads); the values are the same
+    x = np.ascontiguousarray(as_float_array(where, "x", x, min_ndim=2))
     n, d = x.shape[-2:]
     _even(where, "d", d)
     p = _positions(where, positions, n)

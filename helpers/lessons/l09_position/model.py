@@ -296,7 +296,8 @@ def train(task, *, position="learned", shifts=None, num_heads=1, d_model=32, sca
     -------
     dict
         As lesson 08's, its ``"config"`` with ``position`` and ``shifts``; with ``shifts``,
-        also ``"accuracy_by_shift"``: dict shift -> held-out accuracy.
+        also ``"accuracy_by_shift"``: dict shift -> held-out accuracy (every relation right), and
+        ``"relation_accuracy_by_shift"``: dict shift -> (num_relations,) accuracy of each relation.
     """
     check_train(task, position=position, shifts=shifts, num_heads=num_heads, d_model=d_model, scale=scale,
                 steps=steps, seed=seed, dtype=dtype)
@@ -316,9 +317,13 @@ def train(task, *, position="learned", shifts=None, num_heads=1, d_model=32, sca
                                                  num_heads=num_heads, scale=scale, dtype=dtype,
                                                  position=position, shifts=shifts)}
     if shifts is not None:                                    # off the trained positions
-        result["accuracy_by_shift"] = {
-            int(k): accuracy if k == 0 else pronoun_accuracy(params, shift_test(data, plain, k), num_heads,
-                                                             scale, position) for k in shifts}
+        result["accuracy_by_shift"], result["relation_accuracy_by_shift"] = {}, {}
+        for k in shifts:
+            split = data.test if k == 0 else shift_test(data, plain, k)
+            right = pronoun_answers(params, split, num_heads, scale, position) \
+                == l08.answers(split, len(relations))              # (N, num_relations)
+            result["accuracy_by_shift"][int(k)] = float(np.mean(np.all(right, axis=1)))
+            result["relation_accuracy_by_shift"][int(k)] = np.mean(right, axis=0)
     return result
 
 

@@ -7,24 +7,43 @@ and the Okabe-Ito palette for lines (:data:`helpers.plots.LINES`).
 import matplotlib.pyplot as plt
 import numpy as np
 
-from ...plots import BLACK, DIVERGING, GREY, LINES, heatmap
+from ...plots import BLACK, BLUE, DIVERGING, GREEN, GREY, LINES, SEQUENTIAL, VERMILLION, heatmap
+
+#: One colour, marker and line style per way of encoding position, the same in every figure.
+STYLE = {"learned": (BLUE, "o", "-"), "sinusoidal": (VERMILLION, "s", "--"), "rope": (GREEN, "^", "-."),
+         "none": (BLACK, "", ":")}
+
+
+def _style(label, j):
+    """``(colour, marker, linestyle)`` of a series: its encoding's (:data:`STYLE`), else line colour j."""
+    key = label.split(" ")[0]
+    return STYLE.get(key, (LINES[j % len(LINES)], "o", "-"))
 
 
 def encoding_table(PE, *, title="The sinusoidal encoding: one row per position"):
     """The table ``PE (n, d_model)`` as a signed heatmap: positions down, columns across."""
-    fig, ax = plt.subplots(figsize=(9, 3.6))
-    heatmap(PE, ax=ax, cmap=DIVERGING, vmin=-1, vmax=1, annotate=False, title=title,
-            xlabel="column (2i: sin, 2i + 1: cos; i = 0 turns fastest)", ylabel="position p")
+    fig, ax = plt.subplots(figsize=(9, 4.2))
+    image = heatmap(PE, ax=ax, cmap=DIVERGING, vmin=-1, vmax=1, annotate=False, title=title,
+                    xlabel="column (2i: sin, 2i + 1: cos of hand i; i = 0 turns fastest)",
+                    ylabel="position p")
+    image.colorbar.set_label("entry (sine or cosine)")
     fig.tight_layout()
     return fig
 
 
-def offset_grids(grids, titles, *, suptitle=""):
-    """Signed heatmaps of several ``(n, n)`` grids of dot products, side by side (query row, key column)."""
-    fig, axes = plt.subplots(1, len(grids), figsize=(4.6 * len(grids), 4))
-    for ax, G, title in zip(np.atleast_1d(axes), grids, titles):
-        heatmap(G, ax=ax, cmap=DIVERGING, annotate=False, title=title,
-                xlabel="position of the key", ylabel="position of the query")
+def offset_grids(grids, titles, *, suptitle="", signed=None, label="dot product"):
+    """Heatmaps of several ``(n, n)`` grids of dot products, side by side (query row, key column).
+
+    ``signed`` : list of bool, one per grid (default: whether the grid has a negative entry).
+    A signed grid gets a diverging map centred on 0; a positive one a sequential map over its
+    own range, so that its structure is not squeezed into half of a diverging map.
+    """
+    fig, axes = plt.subplots(1, len(grids), figsize=(4.8 * len(grids), 4.2))
+    signed = [bool(np.min(G) < 0) for G in grids] if signed is None else signed
+    for ax, G, title, sign in zip(np.atleast_1d(axes), grids, titles, signed):
+        image = heatmap(G, ax=ax, cmap=DIVERGING if sign else SEQUENTIAL, annotate=False, title=title,
+                        xlabel="position of the key", ylabel="position of the query")
+        image.colorbar.set_label(label)
     fig.suptitle(suptitle)
     fig.tight_layout()
     return fig
@@ -45,12 +64,13 @@ def turning_pairs(pair, angles, *, title="RoPE turns each pair of coordinates by
     for ax, (label, theta) in zip(np.atleast_1d(axes), angles.items()):
         circle = np.linspace(0, 2 * np.pi, 200)
         ax.plot(radius * np.cos(circle), radius * np.sin(circle), color="0.8", linewidth=1)
-        colours = plt.get_cmap("viridis")(np.linspace(0, 0.9, len(theta)))
+        colours = plt.get_cmap("viridis")(np.linspace(0, 0.7, len(theta)))   # no pale yellow
         for p, (t, colour) in enumerate(zip(theta, colours)):
             x = pair[0] * np.cos(t) - pair[1] * np.sin(t)
             y = pair[0] * np.sin(t) + pair[1] * np.cos(t)
             ax.annotate("", xy=(x, y), xytext=(0, 0), arrowprops=dict(arrowstyle="->", color=colour))
-            ax.text(1.12 * x, 1.12 * y, str(p), ha="center", va="center", fontsize=8, color=colour)
+            ax.text((1.1 + 0.06 * (p % 2)) * x, (1.1 + 0.06 * (p % 2)) * y, str(p), ha="center",
+                    va="center", fontsize=9, color=BLACK)
         ax.set_aspect("equal")
         ax.set_xlim(-1.3 * radius, 1.3 * radius)
         ax.set_ylim(-1.3 * radius, 1.3 * radius)
@@ -74,15 +94,18 @@ def accuracy_by_shift(results, *, baseline=None,
         A model whose accuracy does not depend on the shift, drawn as a dashed line.
     """
     fig, ax = plt.subplots(figsize=(10, 4))
-    for (label, runs), colour in zip(results.items(), LINES):
+    for j, (label, runs) in enumerate(results.items()):
+        colour, marker, linestyle = _style(label, j)
         shifts = sorted(runs[0])
         table = np.array([[run[k] for k in shifts] for run in runs])     # (seeds, shifts)
         for row in table:
             ax.plot(shifts, row, color=colour, alpha=0.3, linewidth=1)
-        ax.plot(shifts, np.median(table, axis=0), color=colour, linewidth=2.2, marker="o",
+        ax.plot(shifts, np.median(table, axis=0), color=colour, linewidth=2.2, marker=marker,
+                linestyle=linestyle,
                 label=f"{label} (median of {len(runs)} seed{'s' if len(runs) > 1 else ''})")
     if baseline is not None:
-        ax.axhline(baseline[1], color=BLACK, linestyle="--", linewidth=1.4, label=baseline[0])
+        ax.axhline(baseline[1], color=STYLE["none"][0], linestyle=STYLE["none"][2], linewidth=1.4,
+                   label=baseline[0])
     ax.plot([], [], color=GREY, alpha=0.6, linewidth=1, label="faint lines: one seed each")
     ax.set_xticks(shifts)
     ax.set_ylim(-0.03, 1.03)
@@ -112,10 +135,13 @@ def accuracy_by_band(results, *, chance, title=""):
     fig, ax = plt.subplots(figsize=(10, 3.8))
     bands = list(next(iter(results.values()))[0])
     width = 0.8 / len(results)
-    for j, ((label, seeds), colour) in enumerate(zip(results.items(), LINES)):
+    hatches = {"sinusoidal": "//", "rope": ""}
+    for j, (label, seeds) in enumerate(results.items()):
+        colour = _style(label, j)[0]
         x = np.arange(len(bands)) + (j - (len(results) - 1) / 2) * width
         table = np.array([[seed[band]["accuracy"] for band in bands] for seed in seeds])   # (seeds, bands)
         ax.bar(x, np.median(table, axis=0), width, color=colour, alpha=0.75,
+               hatch=hatches.get(label.split(" ")[0], ""), edgecolor="white",
                label=f"{label} (median of {len(seeds)} seeds)")
         for row in table:
             ax.plot(x, row, linestyle="none", marker="o", markersize=4, color=BLACK)

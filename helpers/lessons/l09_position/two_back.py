@@ -145,3 +145,103 @@ def by_band(result, bands=BANDS, seed=1):
     return {f"{first}-{end - 1}": {"accuracy": float(right[:, (p >= first) & (p < end)].mean()),
                                    "weight": float(on_target[:, (p >= first) & (p < end)].mean())}
             for first, end in bands}
+
+
+# ------------------------------------------------------------------ why the weight falls with length
+def _scores_and_values(params, tokens, num_heads, position):
+    """The layer's masked scores (B, h, n, n) (-inf above the diagonal) and values (B, h, n, d_head)."""
+    X = model.embedding(position)(params, tokens)                          # (B, n, d_model)
+    n = tokens.shape[-1]
+    Q, K, V = (reference.split_heads(X @ params[name], num_heads) for name in ("W_q", "W_k", "W_v"))
+    if position == "rope":
+        Q, K = reference.rope(Q, np.arange(n)), reference.rope(K, np.arange(n))
+    S = Q @ np.swapaxes(K, -1, -2) / np.sqrt(Q.shape[-1])
+    return np.where(reference.causal_mask(n), S, -np.inf), V
+
+
+def log_n_factor(length, trained=TRAIN_LENGTH):
+    """Query p's factor on its scores under log-n scaling, ``max(1, ln(p + 1) / ln(trained))``, (length,).
+
+    A query at position p has p + 1 keys; training saw at most ``trained``. Multiplying the
+    scores by the log of the number of keys (relative to training) keeps the softmax about
+    as sharp as in training when the keys multiply (Chiang & Cholak 2022; YaRN's attention
+    temperature is a fixed version of it).
+    """
+    return np.maximum(1.0, np.log(np.arange(1, length + 1)) / np.log(trained))
+
+
+def _fresh_tokens(bands, seed):
+    length = max(end for _, end in bands)
+    return np.random.default_rng(seed).integers(0, VOCAB, size=(max(1, EVAL_TOKENS // length), length))
+
+
+@on_one_thread       # a measurement on thousands of tokens: one BLAS thread is fastest
+def by_band_scaled(result, bands=BANDS, seed=1, trained=TRAIN_LENGTH):
+    """:func:`by_band`'s accuracy, each query's scores multiplied by :func:`log_n_factor` (no retraining).
+
+    ``trained``: the number of keys up to which the factor is 1 (the training length).
+
+    Returns
+    -------
+    dict ``"first-last"`` -> accuracy, on the same fresh sequences as :func:`by_band`.
+    """
+    config, params = result["config"], result["params"]
+    tokens = _fresh_tokens(bands, seed)
+    S, V = _scores_and_values(params, tokens, config["num_heads"], config["position"])
+    length = tokens.shape[-1]
+    weights = reference.softmax(S * log_n_factor(length, trained)[:, None])   # row p scaled
+    out = reference.merge_heads(weights @ V) @ params["W_o"]
+    right = np.argmax(out[:, OFFSET:] @ params["W_out"], axis=-1) == tokens[:, :-OFFSET]
+    p = np.arange(OFFSET, length)
+    return {f"{first}-{end - 1}": float(right[:, (p >= first) & (p < end)].mean()) for first, end in bands}
+
+
+@on_one_thread
+def weight_by_offset(result, bands=BANDS, seed=1):
+    """Where each band's queries put their attention: the right key, other trained offsets, untrained ones.
+
+    Offsets ``p - r`` of a query at p and a key at r: ``OFFSET`` is the right key; the others
+    up to ``TRAIN_LENGTH - 1`` occurred in training, those beyond never did.
+
+    Returns
+    -------
+    dict ``"first-last"`` -> dict with
+        ``"target"``, ``"other_trained"``, ``"untrained"``: the mean weight on the right key,
+        on the other keys at trained offsets, on the keys at untrained offsets (the three sum to 1);
+        ``"per_key_trained"``, ``"per_key_untrained"``: the mean weight of one such key
+        relative to the right key's, ``exp(s - s_target)``;
+        ``"target_among_trained"``: the right key's weight renormalised over the trained offsets.
+    (Mean over heads, sequences and the band's queries.)
+    """
+    config, params = result["config"], result["params"]
+    tokens = _fresh_tokens(bands, seed)
+    S, _ = _scores_and_values(params, tokens, config["num_heads"], config["position"])
+    weights = reference.softmax(S)                                          # (B, h, n, n)
+    length = tokens.shape[-1]
+    p, r = np.arange(length)[:, None], np.arange(length)[None, :]
+    offset = np.where(r <= p, p - r, -1)                                    # -1: masked
+    target, trained = offset == OFFSET, (offset >= 0) & (offset < TRAIN_LENGTH) & (offset != OFFSET)
+    untrained = offset >= TRAIN_LENGTH
+    rows = np.arange(length)
+    s_target = S[..., rows, np.maximum(rows - OFFSET, 0)][..., None]       # (B, h, n, 1)
+    relative = np.exp(np.where(offset >= 0, S - s_target, -np.inf))         # exp(s - s_target)
+    out = {}
+    for first, end in bands:
+        q = np.zeros(length, bool)
+        q[first:end] = True
+        sel = lambda keys: keys & q[:, None]                                # (n, n) of this band's queries
+
+        def mean_per_query(mask):                                           # sum over keys, mean over queries
+            return float((weights * mask).sum(-1)[..., q].mean())
+
+        def per_key(mask):
+            m = sel(mask)
+            return float(relative[..., m].mean()) if m.any() else float("nan")
+        w_target, w_trained, w_untrained = mean_per_query(sel(target)), mean_per_query(sel(trained)), \
+            mean_per_query(sel(untrained))
+        among = (weights * sel(target)).sum(-1)[..., q] / (weights * sel(target | trained)).sum(-1)[..., q]
+        out[f"{first}-{end - 1}"] = {
+            "target": w_target, "other_trained": w_trained, "untrained": w_untrained,
+            "per_key_trained": per_key(trained), "per_key_untrained": per_key(untrained),
+            "target_among_trained": float(among.mean())}
+    return out
