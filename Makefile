@@ -1,8 +1,9 @@
 # Self-Attention & Multi-Head -- the course's commands.
 #   make lab          create .venv if missing, install, open JupyterLab on my-notebooks/ (your copy
 #                     of the lessons, made on first use; nothing of ours overwrites it)
-#   make test         create or update .venv, run every test (on every core: pytest-xdist)
-#   make test-fast    the same without the slow modules (grading, nbgrader, browser, website)
+#   make test         create or update .venv, run the tests (on every core: pytest-xdist): unit tests,
+#                     every lesson twice (solution with nbval, student as released), the grader
+#   make test-fast    the same without the grading module (`slow`)
 #   make test-lesson L=03   one lesson: its notebooks (both folders), its tests/*lesson03* files and
 #                     its rows of tests/test_checks_versions.py
 #   make lint         ruff: the pycodestyle and pyflakes rules of pyproject.toml, on every .py file
@@ -15,12 +16,15 @@
 #   make otter [DIR=folder] [SEED=n]
 #                     one Gradescope autograder per lesson (Otter-Grader): DIR/NN_topic/autograder.zip
 #                     (DIR defaults to _build/otter; docs/otter.md)
-# For maintainers and CI (.ci/run runs them all):
+# For maintainers and CI (.ci/run runs make lint, make test, then make test-integration):
+#   make test-integration  what needs a browser, a website build, nbgrader or Otter (pytest -m
+#                     integration; each skips without its install below), then make test-oldest
 #   make browser      add Playwright to .venv for the real-browser test (needs a system Chromium)
 #   make book-deps    add Sphinx + MyST-NB (requirements-book.txt) to .venv, for make book and its test
 #   make nbgrader     create .venv-nbgrader, where tests/test_nbgrader.py finds nbgrader
 #   make otter-env    create .venv-otter, where make otter and tests/test_otter.py find otter-grader
-#   make test-oldest  run every test again in .venv-oldest, with the oldest supported versions
+#   make test-oldest  in .venv-oldest, with the oldest supported versions: the unit tests and every
+#                     solution notebook (what those versions can break), not the grader or integrations
 
 PYTHON ?= python3
 VENV   := .venv
@@ -32,7 +36,7 @@ OLDEST := .venv-oldest
 NBGRADER := .venv-nbgrader
 OTTER  := .venv-otter
 
-.PHONY: lab test test-fast test-lesson lint student bench release book book-deps browser nbgrader otter otter-env test-oldest clean
+.PHONY: lab test test-fast test-integration test-lesson lint student bench release book book-deps browser nbgrader otter otter-env test-oldest clean
 
 # (Re)install when requirements.txt or pyproject.toml change.
 $(STAMP): requirements.txt pyproject.toml
@@ -65,11 +69,19 @@ lab: $(STAMP)
 # PYTHONDONTWRITEBYTECODE is set (as on CI) each would compile it again.
 test: $(TESTED)
 	$(PY) -m compileall -q helpers
-	$(PY) -m pytest
+	$(PY) -m pytest -m "not integration"
 
 test-fast: $(TESTED)
 	$(PY) -m compileall -q helpers
-	$(PY) -m pytest -m "not slow"
+	$(PY) -m pytest -m "not slow and not integration"
+
+# On top of make test (.ci/run): each lesson at most once more per kind of run. The modules
+# skip what is not installed; REQUIRE_BROWSER=1, REQUIRE_NBGRADER=1, REQUIRE_OTTER=1 (as .ci/run
+# sets) make an absence a failure.
+test-integration: $(TESTED)
+	$(PY) -m compileall -q helpers
+	$(PY) -m pytest -m integration
+	$(MAKE) test-oldest
 
 # The lesson is found by its number: notebooks/L_*.ipynb, solutions/L_*.ipynb, tests/test_*lessonL*.py.
 test-lesson: $(TESTED)
@@ -130,16 +142,21 @@ otter: $(OTTER)/.installed
 
 # The oldest versions: requirements.txt under constraints-oldest.txt (ipywidgets 7.7 and
 # IPython 7 as in Colab, numpy and matplotlib at requirements.txt's lower bounds).
-$(OLDEST)/.installed: requirements.txt pyproject.toml constraints-oldest.txt requirements-browser.txt
+$(OLDEST)/.installed: requirements.txt pyproject.toml constraints-oldest.txt
 	@test -x $(OLDEST)/bin/python || $(OLDEST_PYTHON) -m venv $(OLDEST)
 	$(OLDEST)/bin/python -m pip install --quiet --upgrade pip
 	$(OLDEST)/bin/python -m pip install --quiet --only-binary numpy,matplotlib \
-		-r requirements.txt -r requirements-browser.txt -c constraints-oldest.txt -e ".[test]"
+		-r requirements.txt -c constraints-oldest.txt -e ".[test]"
 	@touch $@
 
+# What the oldest numpy, matplotlib, ipywidgets and IPython can break: the helpers (unit tests,
+# the widgets' included) and a lesson's own code run in an IPython 7 kernel (every solution
+# notebook, a superset of its student notebook's code). Not the grader, nbgrader, Otter or the
+# website (instructors' tools, in their own environments) nor the student notebooks again.
 test-oldest: $(OLDEST)/.installed
 	$(OLDEST)/bin/python -m compileall -q helpers
-	COURSE_OLDEST=1 SCREENSHOTS_DIR=screenshots/oldest $(OLDEST)/bin/python -m pytest
+	COURSE_OLDEST=1 $(OLDEST)/bin/python -m pytest -m "not slow and not integration" \
+		--ignore=tests/test_notebooks_run.py tests solutions
 
 clean:
 	rm -rf $(VENV) $(OLDEST) $(NBGRADER) $(OTTER) .pytest_cache _build

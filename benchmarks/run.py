@@ -319,9 +319,10 @@ def bench_notebooks(timeout):
 
 # --------------------------------------------------------------------------- 5b
 # What a learner's kernel has that a test's has not: none of these (conftest.py sets the BLAS
-# threads and the shared training folder; pytest and nbval add their own).
+# threads, the shared training folder and the kernels' startup file; pytest and nbval add their own).
 TEST_VARIABLES = ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS", "COURSE_RUN_CACHE",
-                  "MPLBACKEND", "PYTEST_CURRENT_TEST", "PYTEST_XDIST_WORKER", "PYTEST_XDIST_WORKER_COUNT")
+                  "PYTHONSTARTUP", "MPLBACKEND", "PYTEST_CURRENT_TEST", "PYTEST_XDIST_WORKER",
+                  "PYTEST_XDIST_WORKER_COUNT")
 #: Each setting of 5b: (what it is called, how many busy processes run beside it, the kernel's
 #: extra environment). The last is the tests' own setting (conftest.py: one BLAS thread).
 KERNEL_SETTINGS = [("default kernel, quiet", 0, {}),
@@ -411,18 +412,21 @@ def slider_steps():
     """``{slider name: (redraw, values)}``: each lesson's slider, as the lesson builds it."""
     import matplotlib
     matplotlib.use("Agg")
-    from helpers import data, plots, widgets
+    from helpers import data, widgets
+    from helpers.lessons.l02_scaled_scores import figures as lesson02
+    from helpers.lessons.l03_softmax_and_attention import figures as lesson03
+    from helpers.lessons.l04_multi_head import figures as lesson04
 
     words = data.tokens(data.IT_SENTENCE)
-    fig, update, animated = plots.dk_figure(words, reference.softmax)
-    d_k = widgets.dk_slider()
+    fig, update, animated = lesson02.dk_figure(words, reference.softmax)
+    d_k = lesson02.dk_slider()
     _, dk_redraw = widgets.live_figure(fig, update, animated=animated, d_k=d_k)
 
     cat = data.tokens(data.CAT_SAT)
     Q = np.array([[0.0, 0.0], [0.0, 1.4], [2.0, 1.0]])
     K = np.array([[0.0, 0.0], [1.38, 0.0], [0.0, 1.0]])
     V = np.array([[0.0, 0.0, 1.0], [1.0, 0.0, 0.0], [0.0, 1.0, 0.0]])
-    fig, update, animated = plots.query_figure(
+    fig, update, animated = lesson03.query_figure(
         Q, K, V, cat, ["animal", "action", "article"], "sat",
         lambda q, k: reference.softmax(reference.attention_scores(q, k)))
     noun = widgets.choice_slider([0.0, 2.0, 5.0], 2.0, "noun")
@@ -431,10 +435,10 @@ def slider_steps():
 
     X = data.embed(words, d_model=64)
     W = [1.5 * data.weight_matrix(64, 64, seed=s) for s in (10, 11, 12, 13)]
-    heads_box, heads_redraw = widgets.head_count_explorer(reference.multi_head_attention, X, *W,
+    heads_box, heads_redraw = lesson04.head_count_explorer(reference.multi_head_attention, X, *W,
                                                           words, value=8)
-    from helpers.lessons.l11_inference import widgets as widgets11
-    kv_box, kv_redraw = widgets11.kv_heads_explorer(reference.grouped_query_attention, X, *W,
+    from helpers.lessons.l11_inference import widgets as lesson11_widgets
+    kv_box, kv_redraw = lesson11_widgets.kv_heads_explorer(reference.grouped_query_attention, X, *W,
                                                             words, num_heads=8, value=2)
     return {"lesson 02, d_k": (lambda v: dk_redraw(d_k=v), list(d_k.options)),
             "lesson 03, sat's query": (lambda v: sat_redraw(noun=v), list(noun.options)),
@@ -460,15 +464,15 @@ def bench_sliders(repeat):
 def bench_generation(repeat):
     """Lesson 11: tokens per second three ways (cache, last row, every row) and per kv-head count."""
     from helpers.lessons.l11_inference import generate
-    from helpers.lessons.l11_inference import measure as measure11
+    from helpers.lessons.l11_inference import costs
 
     n, d_model, h = GENERATION["n"], GENERATION["d_model"], GENERATION["num_heads"]
     d_head = d_model // h
     print(f"\n6. lesson 11: generating n = {n} tokens one at a time, d_model = {d_model}, {h} heads, "
           f"one layer (median of {repeat})")
     X = np.random.default_rng(0).standard_normal((n, d_model))
-    W = measure11.random_weights(d_model, h)
-    measure11.keep_freed_memory()          # time the steps, not the OS's fresh pages
+    W = costs.random_weights(d_model, h)
+    costs.keep_freed_memory()          # time the steps, not the OS's fresh pages
 
     def with_cache(g=h, weights=W):
         return generate.decode_sequence(reference.attention_decode_step, X, weights, h, g)[0]
@@ -491,9 +495,9 @@ def bench_generation(repeat):
     print(f"   same outputs (within 1e-12): {verdict(same)}")
     print(f"   grouped-query attention, {h} query heads (cache bytes after {n} tokens, float64):")
     for g in sorted({h, max(1, h // 4), 1}, reverse=True):
-        W_g = measure11.random_weights(d_model, h, g)
+        W_g = costs.random_weights(d_model, h, g)
         s = float(np.median([timed(lambda: with_cache(g, W_g)) for _ in range(repeat)]))
-        measured = measure11.cache_bytes_after(reference.attention_decode_step, n,
+        measured = costs.cache_bytes_after(reference.attention_decode_step, n,
                                                d_model=d_model, num_heads=h, num_kv_heads=g)
         ok = measured == 2 * n * g * d_head * 8
         same = same and ok

@@ -1,13 +1,16 @@
 """Helpers shared by the Self-Attention & Multi-Head lessons (CONTRIBUTING.md has the layout).
 
-- :mod:`helpers.checks` (the check cell's ``check``), :mod:`helpers.checking`, :mod:`helpers.comparing`:
-  what a check does; :mod:`helpers.reference`: a reference of every exercise; :mod:`helpers.exercises`:
-  each lesson's cases and known mistakes;
-- the toolbox: :mod:`helpers.data`, :mod:`helpers.plots`, :mod:`helpers.figures`, :mod:`helpers.widgets`,
-  :mod:`helpers.measure`, :mod:`helpers.predictions`, :mod:`helpers.measure_inference`,
-  :mod:`helpers.widgets_inference`, :mod:`helpers.course`;
+- what a check does: :mod:`helpers.checks` (the check cell's ``check``), :mod:`helpers.checking`
+  (its machinery), :mod:`helpers.exercises` (each lesson's cases and known mistakes);
+- :mod:`helpers.reference`: the answer to every exercise, with its input checks in
+  :mod:`helpers.validation`;
+- the toolbox, what two lessons or more use: :mod:`helpers.data`, :mod:`helpers.plots`,
+  :mod:`helpers.widgets`, :mod:`helpers.measure`, :mod:`helpers.threads`, :mod:`helpers.predictions`,
+  :mod:`helpers.course`;
 - :mod:`helpers.lessons`: each lesson's own lab code (``lessons/lNN_topic/``);
-- :mod:`helpers.instructor` and :mod:`helpers.grade`: for instructors only (student notebooks, grading).
+- :mod:`helpers.instructor` and :mod:`helpers.grade`: for instructors only (student notebooks, grading);
+- :mod:`helpers.run_cache`: a name the website builder still reads (the tests' training cache is
+  ``tests/run_cache.py``).
 """
 
 __version__ = "0.1.0"

@@ -1,6 +1,6 @@
 """Measuring on the learner's own machine: time (median of repeats) and memory (traced peak).
 
-Used by lessons 05, 06 and 11 and by ``benchmarks/run.py``. The numbers depend on the
+Used by lessons 04, 05, 06 and 11 and by ``benchmarks/run.py``. The numbers depend on the
 machine and on what else it is doing, so the lessons *show* them and never assert them.
 
 Every timed and traced call runs on ONE BLAS thread (:func:`helpers.threads.blas_threads`):
@@ -18,10 +18,10 @@ import tracemalloc
 
 import numpy as np
 
-from .threads import FASTEST, blas_thread_count, blas_threads, describe
+from .threads import FASTEST, blas_thread_count, blas_threads, in_words
 
 __all__ = ["median_time", "traced_peak", "format_bytes", "median_times", "traced_peaks",
-           "times_table", "crossing", "plot_times", "plot_peaks", "slider_step_report",
+           "plot_times", "plot_peaks", "slider_step_report",
            "threads_note", "THREADS"]
 
 #: The BLAS threads every measurement here runs on.
@@ -30,7 +30,7 @@ THREADS = FASTEST
 
 def threads_note():
     """``'measured on 1 BLAS thread (NumPy uses 2 here outside the measurements)'``."""
-    return (f"measured on {describe(THREADS)} (NumPy uses {describe(blas_thread_count())} "
+    return (f"measured on {in_words(THREADS)} (NumPy uses {in_words(blas_thread_count())} "
             f"here outside the measurements)")
 
 
@@ -218,41 +218,6 @@ def traced_peaks(make_functions, sizes):
         for name, fn in make_functions(size).items():
             peaks.setdefault(name, []).append(traced_peak(fn))
     return {name: np.array(p) for name, p in peaks.items()}
-
-
-def times_table(sizes, times, size_name="n"):
-    """The times of :func:`median_times` as a text table, in milliseconds per call."""
-    width = max(14, *(len(name) + 2 for name in times))
-    lines = [f"{size_name:>6}" + "".join(f"{name:>{width}}" for name in times)]
-    for i, size in enumerate(sizes):
-        lines.append(f"{size:>6}" + "".join(f"{1e3 * t[i]:>{width}.3f}" for t in times.values()))
-    return "\n".join(lines)
-
-
-def crossing(x, y1, y2):
-    """The x where ``y2`` overtakes ``y1``, interpolated on log-log axes; None if it never does.
-
-    Parameters
-    ----------
-    x : 1-D array of increasing positive numbers
-    y1, y2 : 1-D arrays of positive numbers, same length as ``x``
-
-    Returns
-    -------
-    float or None
-        The first crossing from ``y2 < y1`` to ``y2 >= y1``, on straight lines between
-        neighbouring points of ``log x`` and ``log y``.
-    """
-    x, y1, y2 = (np.asarray(a, dtype=float) for a in (x, y1, y2))
-    if not x.shape == y1.shape == y2.shape or x.ndim != 1:
-        raise ValueError(f"crossing: x, y1, y2 must be 1-D of one length, got shapes "
-                         f"{x.shape}, {y1.shape}, {y2.shape}")
-    diff = np.log(y2) - np.log(y1)
-    for i in range(len(x) - 1):
-        if diff[i] < 0 <= diff[i + 1]:
-            t = -diff[i] / (diff[i + 1] - diff[i])
-            return float(np.exp(np.log(x[i]) + t * (np.log(x[i + 1]) - np.log(x[i]))))
-    return None
 
 
 def plot_times(ax, sizes, times, colours, exponents=None, guides=(), title="", xlabel="n"):

@@ -78,7 +78,7 @@ def blas_thread_count():
     return max(counts) if counts else None
 
 
-def describe(count):
+def in_words(count):
     """``'1 BLAS thread'`` / ``'2 BLAS threads'`` / ``'an unknown number of BLAS threads'``."""
     if count is None:
         return "an unknown number of BLAS threads"

@@ -206,7 +206,8 @@ def test_right_attention_with_a_wrong_softmax_names_the_softmax():
     namespace = _define(ATTENTION, softmax=naive_softmax,
                         attention_scores=reference.attention_scores)
     report = evaluate(EXERCISES["scaled_dot_product_attention"],
-                      namespace["scaled_dot_product_attention"], stop_at_first_failure=True)
+                      namespace["scaled_dot_product_attention"],
+                      stop_at_first_failure=True, catalogue=EXERCISES)
     message = report.failures[0]
     assert message.startswith("is right itself, but the softmax it calls is not")
     assert "overflow to NaN" in message
@@ -225,7 +226,8 @@ def test_wrong_attention_with_a_wrong_softmax_says_both():
     unscaled = ATTENTION.replace("scores = attention_scores(Q, K)", "scores = Q @ K.T")
     namespace = _define(unscaled, softmax=naive_softmax)
     report = evaluate(EXERCISES["scaled_dot_product_attention"],
-                      namespace["scaled_dot_product_attention"], stop_at_first_failure=True)
+                      namespace["scaled_dot_product_attention"],
+                      stop_at_first_failure=True, catalogue=EXERCISES)
     message = report.failures[0]
     assert "not scaled" in message and "the softmax it calls fails its own check" in message
 
@@ -237,6 +239,7 @@ def causal_mask_for_new_tokens(n_q, n_k):
 '''
     namespace = _define(source, causal_mask=lambda n: [[j <= i for j in range(n)] for i in range(n)])
     report = evaluate(EXERCISES["causal_mask_for_new_tokens"],
-                      namespace["causal_mask_for_new_tokens"], stop_at_first_failure=True)
+                      namespace["causal_mask_for_new_tokens"],
+                      stop_at_first_failure=True, catalogue=EXERCISES)
     assert "the causal_mask it calls is not" in report.failures[0]
     assert "not a NumPy array" in report.failures[0]

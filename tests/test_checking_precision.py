@@ -15,7 +15,7 @@ from helpers.checking import evaluate
 from helpers.checking.compare import difference
 from helpers.exercises import EXERCISES
 
-SEEDS = range(60)
+SEEDS = range(12)     # fresh draws beside the visible and hidden cases: each draw has its own magnitudes
 
 
 def rope_with_float32_angles(x, positions, base=10000.0):
@@ -50,7 +50,7 @@ def _verdicts(name, fn):
 
 def test_a_rope_computing_in_float32_gets_one_verdict_over_many_grading_seeds():
     reports = _verdicts("rope", rope_with_float32_angles)
-    assert len(reports) >= 50
+    assert len(reports) == len(SEEDS) + 2
     assert not any(report.ok for report in reports)
     # Its first failure says float32: within float32's precision, or (where only positions in
     # the tens of thousands show it) the far positions' case, whose label names float32 angles.

@@ -88,6 +88,33 @@ def gqa_reshape_without_transpose(X, W_q, W_k, W_v, W_o, num_heads, num_kv_heads
     return out.reshape(n, d_model) @ W_o, A
 
 
+def gqa_loop_pairing_by_count(X, W_q, W_k, W_v, W_o, num_heads, num_kv_heads, mask=None):
+    """A loop over query heads that picks kv head i // num_kv_heads (the count, not the group size)."""
+    n, d_model = X.shape
+    d_head = d_model // num_heads
+    Q = (X @ W_q).reshape(n, num_heads, d_head).transpose(1, 0, 2)
+    K = (X @ W_k).reshape(n, num_kv_heads, d_head).transpose(1, 0, 2)
+    V = (X @ W_v).reshape(n, num_kv_heads, d_head).transpose(1, 0, 2)
+    outs, maps = [], []
+    for i in range(num_heads):
+        j = i // num_kv_heads
+        out, w = reference.scaled_dot_product_attention(Q[i], K[j], V[j], mask)
+        outs.append(out)
+        maps.append(w)
+    return np.hstack(outs) @ W_o, np.array(maps)
+
+
+def gqa_split_by_reshape_merged_by_transpose(X, W_q, W_k, W_v, W_o, num_heads, num_kv_heads, mask=None):
+    """Split with a plain reshape to (heads, n, d_head), merged back with the right transpose."""
+    n, d_model = X.shape
+    group = num_heads // num_kv_heads
+    Q = (X @ W_q).reshape(num_heads, n, -1)
+    K = np.repeat((X @ W_k).reshape(num_kv_heads, n, -1), group, axis=0)
+    V = np.repeat((X @ W_v).reshape(num_kv_heads, n, -1), group, axis=0)
+    out, A = reference.scaled_dot_product_attention(Q, K, V, mask)
+    return out.transpose(1, 0, 2).reshape(n, d_model) @ W_o, A
+
+
 GQA_WRONG = {
     "np.tile instead of np.repeat": (lambda *a, mask=None: gqa_repeat(*a, mask, tile=True),
                                      "i % num_kv_heads"),
@@ -103,6 +130,9 @@ GQA_WRONG = {
         "one map per QUERY head"),
     "reshape without a transpose (lesson 04's trap)": (gqa_reshape_without_transpose,
                                                         "split with a reshape and no transpose"),
+    "split by a reshape, merged by a transpose": (gqa_split_by_reshape_merged_by_transpose,
+                                                  "SPLIT with a reshape and no transpose, though merged"),
+    "kv head i // num_kv_heads": (gqa_loop_pairing_by_count, "divides by the number of kv heads"),
     "always causal (is_causal=True)": (
         lambda X, *a, mask=None: gqa_repeat(X, *a, np.tril(np.ones((len(X), len(X)), bool))
                                             if mask is None else mask),
@@ -192,9 +222,9 @@ def decode(x, cache, W_q, W_k, W_v, W_o, num_heads, num_kv_heads=None, window=No
            position=None, base=10000.0, *, attend_first=False, scale="head", tile=False,
            trim="after", use_W_o=True, in_place=False, new_first=False, ring=False,
            rope="q, k", pos=lambda position, t, window: position, halves=False, model_width=False,
-           own_base=None, merge_T=False):
+           own_base=None, merge_T=False, full_width=False, none_is=None):
     """The decode step as a learner writes it, with switches for the usual slips."""
-    g = num_heads if num_kv_heads is None else num_kv_heads
+    g = (num_heads if none_is is None else none_is) if num_kv_heads is None else num_kv_heads
     d_model = len(x)
     d_head = d_model // num_heads
     q = (x @ W_q).reshape(num_heads, 1, d_head)
@@ -203,7 +233,12 @@ def decode(x, cache, W_q, W_k, W_v, W_o, num_heads, num_kv_heads=None, window=No
     K, V = cache["K"], cache["V"]
     t = K.shape[1]
     k_store = k
-    if position is not None and rope:
+    if position is not None and full_width:             # rotate x @ W_q and x @ W_k whole, then split
+        q = my_rope(x @ W_q, position, base).reshape(num_heads, 1, d_head)
+        k = k_store = my_rope(x @ W_k, position, base).reshape(g, 1, d_head)
+    elif position is not None and rope == "q; every key at attend time":
+        q = my_rope(q, position, base)                  # k stays unrotated, in the cache too
+    elif position is not None and rope:
         p = pos(position, t, window)
         turn = functools.partial(my_rope, p=p, base=own_base or base, halves=halves,
                                  width=d_model if model_width else None)
@@ -236,12 +271,15 @@ def decode(x, cache, W_q, W_k, W_v, W_o, num_heads, num_kv_heads=None, window=No
     if window is not None and trim == "start index":       # the first index kept, no max(0, ...)
         start = t + 1 - window
         K, V = K[:, start:], V[:, start:]
+    K_att = K
+    if position is not None and rope == "q; every key at attend time":   # key j at its own position
+        K_att = my_rope(K, np.arange(position - K.shape[1] + 1, position + 1)[:, None], base)
     heads = np.repeat(np.arange(g), num_heads // g) if not tile else np.tile(np.arange(g), num_heads // g)
     d = {"head": np.sqrt(d_head), "model": np.sqrt(d_model)}[scale]
     if K.shape[1] == 0:
         out = np.zeros((num_heads, 1, d_head))
     else:
-        A = _softmax(q @ K[heads].transpose(0, 2, 1) / d)       # (h, 1, t)
+        A = _softmax(q @ K_att[heads].transpose(0, 2, 1) / d)   # (h, 1, t)
         out = A @ V[heads]                                     # (h, 1, d_head)
     if attend_first:
         K, V = np.concatenate([K, k], axis=1), np.concatenate([V, v], axis=1)
@@ -347,6 +385,13 @@ DECODE_WRONG = {
     "frequencies over d_model": (lambda *a, **k: decode(*a, **k, model_width=True),
                                  "frequencies were computed over d_model"),
     "base not passed on": (lambda *a, **k: decode(*a, **k, own_base=10000.0), "ignored the `base`"),
+    "RoPE on x @ W_q and x @ W_k before the split into heads":
+        (lambda *a, **k: decode(*a, **k, full_width=True), "before the split into heads"),
+    "an unrotated cache, every key rotated at attend time (StreamingLLM-style)":
+        (lambda *a, **k: decode(*a, **k, rope="q; every key at attend time"),
+         "the cache holds the keys UNROTATED"),
+    "num_kv_heads=None taken as 1 (num_kv_heads or 1)":
+        (lambda *a, **k: decode(*a, **k, none_is=1), "None, which means num_heads"),
 }
 
 DECODE_RIGHT = {

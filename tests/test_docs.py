@@ -6,6 +6,7 @@ from pathlib import Path
 import pytest
 import yaml
 
+import helpers
 from helpers import course
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -108,6 +109,16 @@ def test_every_module_of_helpers_is_named_in_contributing():
     assert not unnamed, f"CONTRIBUTING.md's layout does not name {unnamed}"
 
 
+def test_the_package_map_names_every_module_of_helpers_and_nothing_else():
+    named = set(re.findall(r":mod:`helpers\.(\w+)`", helpers.__doc__))
+    folder = ROOT / "helpers"
+    modules = {path.stem for path in folder.glob("*.py") if path.stem != "__init__"}
+    packages = {path.parent.name for path in folder.glob("*/__init__.py")}
+    assert named == modules | packages, (f"helpers/__init__.py's map names what does not exist: "
+                                         f"{sorted(named - modules - packages)}; leaves out: "
+                                         f"{sorted((modules | packages) - named)}")
+
+
 def test_contributing_is_short_and_keeps_no_machine_timings():
     assert len(CONTRIBUTING.encode()) <= 12 * 1024
     assert not re.search(r"\b\d+(\.\d+)? ?(min|minutes|CPU-s)\b|on this \d-core machine", CONTRIBUTING)
@@ -125,9 +136,11 @@ def test_the_tests_workflow_runs_ci_on_push_and_pull_request():
     triggers = workflow.get("on", workflow.get(True))          # YAML 1.1 reads `on` as True
     assert {"push", "pull_request"} <= set(triggers)
     steps = [step for job in workflow["jobs"].values() for step in job["steps"]]
-    assert any(step.get("run", "").strip() == ".ci/run" for step in steps)
+    assert any(step.get("run", "").strip() == ".ci/run" for step in steps)          # the full job
+    assert any(step.get("run", "").strip() == "make test" for step in steps)        # the quick one
     assert (ROOT / ".github" / "workflows" / "book.yml").exists()
 
 
-def test_ci_runs_the_lint():
-    assert "make lint" in (ROOT / ".ci" / "run").read_text()
+@pytest.mark.parametrize("command", ["make lint", "make test", "make test-integration"])
+def test_ci_runs_the_lint_the_tests_and_the_integrations(command):
+    assert re.search(rf"^(\S+=\S+ )*{command}$", (ROOT / ".ci" / "run").read_text(), flags=re.M)

@@ -27,7 +27,8 @@ import pytest
 
 from helpers import course
 
-pytestmark = pytest.mark.slow     # a clone, JupyterLab and make: scheduled first (conftest.py)
+# A clone, JupyterLab and make: an integration test (make test-integration, .ci/run), scheduled first.
+pytestmark = [pytest.mark.slow, pytest.mark.integration]
 
 ROOT = Path(__file__).resolve().parents[1]
 LESSON = "01_qkv_projections.ipynb"

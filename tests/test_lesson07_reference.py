@@ -18,8 +18,6 @@ import pytest
 
 import autodiff as ad
 from helpers import reference as ref
-from helpers.reference.backward import (multi_head_attention_backward_from_cache,
-                                        multi_head_attention_with_cache)
 from finite_differences import central_differences
 
 TIGHT = dict(rtol=1e-10, atol=1e-10)          # reference vs automatic differentiation, float64
@@ -413,34 +411,6 @@ def test_multi_head_backward_keeps_float32():
     got = ref.multi_head_attention_backward(X, *W, 2, X)
     assert all(g.dtype == np.float32 for g in got.values())
 
-
-# ----------------------------------------------------------------- the same, from the forward's cache
-@pytest.mark.parametrize("batch, n, d_model, h, kind", MHA_SHAPES)
-def test_forward_with_cache_gives_multi_head_attention(batch, n, d_model, h, kind):
-    rng = np.random.default_rng(20)
-    X, W, _, mask = _mha_inputs(rng, batch, n, d_model, kind)
-    out, weights, _ = multi_head_attention_with_cache(X, *W, h, mask)
-    expected_out, expected_weights = ref.multi_head_attention(X, *W, h, mask)
-    np.testing.assert_allclose(out, expected_out, **TIGHT)
-    np.testing.assert_allclose(weights, expected_weights, **TIGHT)
-
-
-@pytest.mark.parametrize("batch, n, d_model, h, kind", MHA_SHAPES)
-def test_backward_from_cache_gives_every_number_of_the_backward_pass(batch, n, d_model, h, kind):
-    rng = np.random.default_rng(21)
-    X, W, d_out, mask = _mha_inputs(rng, batch, n, d_model, kind)
-    _, _, cache = multi_head_attention_with_cache(X, *W, h, mask)
-    got = multi_head_attention_backward_from_cache(d_out, cache)
-    expected = ref.multi_head_attention_backward(X, *W, h, d_out, mask)
-    assert sorted(got) == sorted(KEYS)
-    for key in KEYS:          # bit for bit: a training step gives the same numbers either way
-        np.testing.assert_array_equal(got[key], expected[key], err_msg=key)
-
-
-def test_backward_from_cache_names_a_d_out_of_the_wrong_shape():
-    _, _, cache = multi_head_attention_with_cache(np.ones((3, 6)), *[np.eye(6)] * 4, 2)
-    with pytest.raises(ValueError, match=r"d_out must have the shape of the output, \(3, 6\); got \(6, 3\)"):
-        multi_head_attention_backward_from_cache(np.ones((6, 3)), cache)
 
 
 # ----------------------------------------------------------------- errors

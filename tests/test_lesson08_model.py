@@ -8,6 +8,7 @@ from the code under test. Timings are in benchmarks/run.py, not here.
 import numpy as np
 import pytest
 
+from helpers import reference
 from helpers.lessons import l08_training
 from helpers.lessons.l08_training import model, training
 from helpers.lessons.l08_training.corpus import Split
@@ -153,7 +154,7 @@ def test_scale_false_gives_plain_q_dot_k_scores(scale, divide):
 def test_uniform_attention_gives_a_tenth_on_every_target(corpus):
     params = model.init_params(len(corpus.vocab), 8, 2, np.random.default_rng(0))
     params["W_q"] = np.zeros_like(params["W_q"])         # every score 0: weights 1/10 each
-    _, attention = model.measure(params, corpus.test, num_heads=2)
+    _, attention = model.accuracy_on(params, corpus.test, num_heads=2)
     np.testing.assert_allclose(attention, np.full((2, 2), 0.1), rtol=1e-12)
 
 
@@ -172,7 +173,7 @@ def test_accuracy_counts_a_sentence_only_when_every_answer_is_right():
     params = {"tok": np.hstack([np.ones((4, 1)), np.eye(4)[:, 1:]]), "pos": pos,
               "W_q": pick_column_0, "W_k": pick_column_0, "W_v": np.diag([0.0, 1, 1, 1]),
               "W_o": np.eye(4), "W_out": np.stack([np.eye(4), np.eye(4)])}
-    accuracy, attention = model.measure(params, split, num_heads=1)
+    accuracy, attention = model.accuracy_on(params, split, num_heads=1)
     # Sentence 1: both answers are the word at position 1: right. Sentence 2: relation 0's
     # answer is the word at position 2, but the model names position 1's: the sentence is
     # wrong although relation 1 is right (a mean over relations would give 0.75).
@@ -277,8 +278,6 @@ def test_bad_argument_gets_a_clear_error_naming_it(kwargs, error, message):
 # ----------------------------------------------------------------- Adam in place, as the loop runs it
 @pytest.mark.parametrize("dtype", ["float64", "float32"])
 def test_adam_in_place_gives_adam_steps_numbers_bit_for_bit(dtype):
-    from helpers import reference
-    from helpers.reference.optimizer import adam_step_in_place
     rng = np.random.default_rng(5)
     param, m, v = rng.standard_normal(300), np.zeros(300), np.zeros(300)
     param, m, v = (a.astype(dtype) for a in (param, m, v))
@@ -287,7 +286,65 @@ def test_adam_in_place_gives_adam_steps_numbers_bit_for_bit(dtype):
     for t in range(1, 40):
         grad = (rng.standard_normal(300) * 10.0 ** rng.integers(-6, 3, 300)).astype(dtype)
         param, m, v = reference.adam_step(param, grad, m, v, t, lr=0.01 / t)
-        adam_step_in_place(*mine[:1], grad, *mine[1:], t, 0.01 / t, work)
+        training.adam_step_in_place(*mine[:1], grad, *mine[1:], t, 0.01 / t, work)
         for name, expected, got in zip(("param", "m", "v"), (param, m, v), mine):
             assert got.dtype == expected.dtype, name
             np.testing.assert_array_equal(got, expected, err_msg=f"{name} at step {t}")
+
+
+# ----------------------------------------------------------------- the training step's twins, bit for bit
+TWIN_SHAPES = [  # (batch, n, d_model, num_heads, mask)
+    ((), 4, 6, 2, None), ((), 5, 6, 3, "causal"), ((), 4, 4, 4, "random, one row empty"),
+    ((2,), 5, 8, 2, "causal"), ((), 1, 4, 2, None),
+]
+
+
+def _attention_inputs(seed, batch, n, d_model, mask):
+    rng = np.random.default_rng(seed)
+    X, d_out = rng.standard_normal((*batch, n, d_model)), rng.standard_normal((*batch, n, d_model))
+    W = [rng.standard_normal((d_model, d_model)) / np.sqrt(d_model) * 2 for _ in range(4)]
+    if mask == "causal":
+        mask = np.tril(np.ones((n, n), dtype=bool))
+    elif mask is not None:
+        mask = rng.random((n, n)) < 0.6
+        mask[np.arange(n), rng.integers(0, n, n)] = True
+        mask[0] = False
+    return X, W, d_out, mask
+
+
+@pytest.mark.parametrize("batch, n, d_model, h, mask", TWIN_SHAPES)
+def test_attention_with_cache_gives_multi_head_attentions_numbers(batch, n, d_model, h, mask):
+    X, W, _, mask = _attention_inputs(20, batch, n, d_model, mask)
+    out, weights, _ = model.multi_head_attention_with_cache(X, *W, h, mask)
+    expected_out, expected_weights = reference.multi_head_attention(X, *W, h, mask)
+    np.testing.assert_array_equal(out, expected_out)
+    np.testing.assert_array_equal(weights, expected_weights)
+
+
+@pytest.mark.parametrize("batch, n, d_model, h, mask", TWIN_SHAPES)
+def test_backward_from_cache_gives_every_number_of_the_backward_pass(batch, n, d_model, h, mask):
+    X, W, d_out, mask = _attention_inputs(21, batch, n, d_model, mask)
+    _, _, cache = model.multi_head_attention_with_cache(X, *W, h, mask)
+    got = model.multi_head_attention_backward_from_cache(d_out, cache)
+    expected = reference.multi_head_attention_backward(X, *W, h, d_out, mask)
+    assert sorted(got) == sorted(expected)
+    for key in expected:
+        np.testing.assert_array_equal(got[key], expected[key], err_msg=key)
+
+
+def test_backward_from_cache_names_a_d_out_of_the_wrong_shape():
+    _, _, cache = model.multi_head_attention_with_cache(np.ones((3, 6)), *[np.eye(6)] * 4, 2)
+    with pytest.raises(ValueError, match=r"d_out must have the shape of the output, \(3, 6\); got \(6, 3\)"):
+        model.multi_head_attention_backward_from_cache(np.ones((6, 3)), cache)
+
+
+@pytest.mark.parametrize("dtype", ["float64", "float32"])
+def test_loss_gradient_from_probabilities_gives_loss_gradients_numbers(dtype):
+    rng = np.random.default_rng(22)
+    out, W_out = rng.standard_normal((5, 4, 6)).astype(dtype), rng.standard_normal((6, 9)).astype(dtype)
+    query, right = rng.integers(0, 4, 5), rng.integers(0, 9, 5)
+    p = reference.softmax(out[np.arange(5), query] @ W_out)
+    got = model.loss_gradient_from_probabilities(out, query, right, W_out, p)
+    for g, e in zip(got, reference.loss_gradient(out, query, right, W_out)):
+        assert g.dtype == e.dtype
+        np.testing.assert_array_equal(g, e)

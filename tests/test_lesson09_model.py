@@ -179,7 +179,7 @@ def test_scoring_at_the_pronoun_only_gives_the_full_forward_passs_accuracy(runs,
     # measure runs the whole model on every token; pronoun_accuracy only the pronoun's row
     for k in SHIFTS:
         shifted = model.shift_test(runs[position]["corpus"], training.load_corpus(), k)
-        full = model.measure(runs[position]["params"], shifted, 2, position=position)[0]
+        full = model.accuracy_on(runs[position]["params"], shifted, 2, position=position)[0]
         assert model.pronoun_accuracy(runs[position]["params"], shifted, 2, position=position) == full, k
 
 
@@ -187,10 +187,10 @@ def test_scoring_at_the_pronoun_only_gives_the_full_forward_passs_accuracy(runs,
 def test_attention_to_the_targets_at_the_pronoun_only_is_the_full_forward_passs(runs, position):
     result = runs[position]
     test = result["corpus"].test
-    full = model.measure(result["params"], test, 2, position=position)[1]          # (R, h)
+    full = model.accuracy_on(result["params"], test, 2, position=position)[1]          # (R, h)
     assert full.shape == (2, 2)
     np.testing.assert_allclose(result["attention_to_targets"], full, rtol=1e-12, atol=1e-15)
-    assert result["accuracy"] == model.measure(result["params"], test, 2, position=position)[0]
+    assert result["accuracy"] == model.accuracy_on(result["params"], test, 2, position=position)[0]
 
 
 @pytest.mark.parametrize("position", model.POSITIONS)

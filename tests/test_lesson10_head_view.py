@@ -47,10 +47,16 @@ def test_a_lesson_08_result_has_one_layer_of_rows(lesson08):
     np.testing.assert_allclose(rows, weights[0, :, 7])
 
 
-def test_the_induction_model_is_refused_with_a_pointer_to_its_figures():
+@pytest.mark.parametrize("call", [
+    lambda r: head_view.attention_maps(r, np.zeros((1, 16), dtype=int)),
+    lambda r: head_view.plot_sentence(r, "a b c"),
+    lambda r: head_view.plot(r, 0),
+    lambda r: head_view.head_view_explorer(r),
+], ids=["attention_maps", "plot_sentence", "plot", "head_view_explorer"])
+def test_the_induction_model_is_refused_with_a_pointer_to_its_figures(call):
     result = l10_two_layers.train("induction", num_layers=2, steps=2)
     with pytest.raises(ValueError, match="induction_maps"):
-        head_view.attention_maps(result, np.zeros((1, 16), dtype=int))
+        call(result)
 
 
 def test_spread_takes_one_sentence_of_every_pair_in_both_orders_and_every_shape(stack):

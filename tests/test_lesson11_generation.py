@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 
 from helpers.lessons.l11_inference import generate
-from helpers.lessons.l11_inference import measure as measure11
+from helpers.lessons.l11_inference import costs
 from helpers.reference import attention_decode_step, attention_flops, key_padding_mask
 
 ATOL = 1e-12
@@ -219,8 +219,8 @@ def test_a_cached_stack_token_by_token_equals_the_stack_over_the_whole_sequence(
 def test_one_layer_recomputing_every_row_counts_lesson_05s_flops():
     for n, d in [(3, 2), (100, 16)]:
         every = sum(attention_flops(n + 1, d).values())
-        assert measure11.flops_per_token(n, d)[measure11.ALL_ROWS] == every
-        assert measure11.flops_per_token(n, d, num_layers=4)[measure11.ALL_ROWS] == 4 * every
+        assert costs.flops_per_token(n, d)[costs.ALL_ROWS] == every
+        assert costs.flops_per_token(n, d, num_layers=4)[costs.ALL_ROWS] == 4 * every
 
 
 def test_the_cached_step_counts_one_row_of_lesson_05s_layer():
@@ -228,7 +228,7 @@ def test_the_cached_step_counts_one_row_of_lesson_05s_layer():
     n, d = 9, 4
     one_token = attention_flops(1, d)
     expected = one_token["projections"] + one_token["output_projection"] + 4 * (n + 1) * d
-    assert measure11.flops_per_token(n, d)[measure11.WITH_CACHE] == expected
+    assert costs.flops_per_token(n, d)[costs.WITH_CACHE] == expected
 
 
 def test_decode_step_with_a_position_rejects_an_odd_head_size():
@@ -242,7 +242,7 @@ def test_decode_step_with_a_position_rejects_an_odd_head_size():
 def test_the_copying_decode_step_gives_the_reference_step(h, g, window):
     rng = np.random.default_rng(9)
     d_model, d_head = 4 * h, 4
-    W = measure11.random_weights(d_model, h, g, seed=3)
+    W = costs.random_weights(d_model, h, g, seed=3)
     cache = {"K": rng.standard_normal((g, 5, d_head)), "V": rng.standard_normal((g, 5, d_head))}
     x = rng.standard_normal(d_model)
     out, new = generate.decode_step_repeating_kv(x, cache, *W, h, g, window=window)

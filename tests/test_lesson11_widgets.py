@@ -186,9 +186,39 @@ def test_beyond_8_kv_heads_no_two_groups_share_a_frame_colour_side_by_side(h, g)
     wi.frame_groups(ax, h, g, n=5)
     colours = [to_hex(p.get_edgecolor()) for p in ax.patches]
     plt.close(fig)
-    if g == h:                   # one kv head per query head: nothing to group, no frames
-        assert colours == []
+    if g == h:                   # one kv head per query head: nothing to group, no frames, no labels
+        assert colours == [] and list(ax.texts) == []
         return
     group = h // g
     for i in range(1, h):        # a new colour exactly where a new group starts
         assert (colours[i] == colours[i - 1]) == (i % group != 0)
+
+
+@pytest.mark.parametrize("h, g", [(8, 2), (8, 1), (32, 16), (64, 16)])
+def test_each_tile_names_the_kv_head_it_reads(h, g):
+    # beyond 8 kv heads two frame colours alternate: the label tells stacked groups apart
+    fig, ax = plt.subplots()
+    wi.frame_groups(ax, h, g, n=5)
+    labels = [text.get_text() for text in ax.texts]
+    plt.close(fig)
+    group = h // g
+    assert labels == [f"kv {i // group}" for i in range(h)]
+
+
+@pytest.mark.parametrize("h", [8, 32, 64])
+def test_the_colour_bar_stands_beside_the_tiles_with_its_label_inside_the_figure(h):
+    from matplotlib.figure import Figure
+
+    from helpers import plots
+    from matplotlib.backends.backend_agg import FigureCanvasAgg
+    fig = Figure(figsize=(8.5, 4.8))
+    FigureCanvasAgg(fig)
+    fig.subplots_adjust(left=0.13, right=wi.TILES_RIGHT)       # as the explorer lays it out
+    ax = fig.add_subplot()
+    plots.head_maps(np.full((h, 10, 10), 0.1), ax=ax)
+    wi._colourbar_beside_tiles(ax)
+    bar = fig.axes[-1]
+    renderer = fig.canvas.get_renderer()
+    gap = bar.get_position().x0 - ax.get_position().x1              # figure fractions
+    assert 0 < gap < 0.03
+    assert bar.get_tightbbox(renderer).x1 <= fig.bbox.x1

@@ -3,10 +3,8 @@
 import numpy as np
 import pytest
 
-from helpers.measure import (crossing, format_bytes, median_time, median_times, plot_peaks,
-                             plot_times,
-                             slider_step_report, traced_peaks,
-                             times_table, traced_peak)
+from helpers.measure import (format_bytes, median_time, median_times, plot_peaks, plot_times,
+                             slider_step_report, traced_peak, traced_peaks)
 
 
 class FakeClock:
@@ -148,7 +146,7 @@ def test_slider_step_report_rejects_a_non_callable():
         slider_step_report(42, [1])
 
 
-# ------------------------------------------------------------ median_times, times_table
+# ------------------------------------------------------------ median_times
 def test_median_times_builds_each_size_once_and_times_every_function():
     built = []
 
@@ -160,32 +158,6 @@ def test_median_times_builds_each_size_once_and_times_every_function():
     assert built == [1, 2, 3]
     assert sorted(times) == ["a", "b"] and times["a"].shape == (3,)
     assert np.all(times["a"] >= 0)
-
-
-def test_times_table_writes_milliseconds_per_size():
-    table = times_table([64, 128], {"scores": np.array([0.001, 0.004])})
-    assert table.splitlines() == ["     n        scores", "    64         1.000", "   128         4.000"]
-
-
-# ------------------------------------------------------------ crossing
-def test_crossing_of_n_and_n_squared_over_100_is_at_100():
-    x = np.array([10.0, 1000.0])
-    # y1 = n, y2 = n^2 / 100: straight lines on log-log axes, equal at n = 100
-    assert crossing(x, x, x ** 2 / 100) == pytest.approx(100.0)
-
-
-def test_crossing_between_two_points_is_interpolated_on_log_axes():
-    # log diff goes from log(1/4) at x=1 to log(4) at x=16: zero halfway in log x, at x = 4
-    assert crossing([1, 16], [4, 4], [1, 16]) == pytest.approx(4.0)
-
-
-def test_crossing_is_none_when_the_second_never_overtakes():
-    assert crossing([1, 2, 4], [5, 5, 5], [1, 2, 4]) is None
-
-
-def test_crossing_rejects_arrays_of_different_lengths():
-    with pytest.raises(ValueError, match="crossing: x, y1, y2 must be 1-D of one length"):
-        crossing([1, 2], [1, 2, 3], [1, 2])
 
 
 # ------------------------------------------------------------ plot_times

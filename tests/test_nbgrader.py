@@ -2,10 +2,16 @@
 
 Every lesson goes into one nbgrader assignment, in a course folder outside the
 repository (with the course's ``nbgrader_config.py``). ``nbgrader
-generate_assignment`` releases it; three learners submit it: one filled in every
-exercise cell with the solution's code, one handed the release back untouched, one
-made the lesson's last exercise wrong (its function returns something else); the last
-two hand in their notebook up to its last graded cell. ``nbgrader autograde`` grades them.
+generate_assignment`` releases it (every lesson: it runs no notebook). For the lessons
+of ``AUTOGRADED`` three learners submit it: one filled in every exercise cell with the
+solution's code, one handed the release back untouched, one made the lesson's last
+exercise wrong (its function returns something else); the last two hand in their
+notebook up to its last graded cell. ``nbgrader autograde`` grades them, with the hidden
+cases of ``SEED``, and ``helpers.grade --seed SEED`` grades the same files: both give every
+exercise the same verdict. One lesson is enough for the adapter (the hidden tests are
+the grader's own :func:`~helpers.instructor.grading.kernel.hidden_row`, and every
+solution notebook runs whole, hidden tests included, under nbval in ``make test``);
+lesson 03 has four exercises, one (the attention) calling another (the softmax).
 
 nbgrader 0.9 needs JupyterLab 4 / Notebook 7, so it lives in its own environment,
 ``.venv-nbgrader`` (``make nbgrader``). Without it these tests are skipped, or
@@ -17,6 +23,7 @@ import json
 import os
 import shutil
 import subprocess
+import sys
 import textwrap
 from pathlib import Path
 
@@ -31,7 +38,8 @@ pytestmark = pytest.mark.slow   # runs many whole notebooks: scheduled first (co
 VENV = ROOT / ".venv-nbgrader"
 ASSIGNMENT = "course"
 SOLUTIONS = sorted((ROOT / "solutions").glob("*.ipynb"))
-GRADED = [p.stem for p in SOLUTIONS if LESSONS.get(p.stem)]
+AUTOGRADED = ["03_softmax_and_attention"]
+SEED = 12345       # the hidden cases of nbgrader's run (COURSE_GRADER_SEED) and helpers.grade's
 
 # The wrong learner: the last exercise's function returns its right answer, changed.
 WRONG = '''
@@ -81,7 +89,7 @@ def nbgrader_bin():
 def run(bin_dir, cwd, *args):
     """Run a command of nbgrader's environment (its bin/ first on PATH: nbgrader calls alembic)."""
     env = dict(os.environ, PATH=f"{bin_dir}{os.pathsep}{os.environ['PATH']}",
-               PYTHONPATH=str(ROOT), MPLBACKEND="agg")
+               PYTHONPATH=str(ROOT), MPLBACKEND="agg", COURSE_GRADER_SEED=str(SEED))
     env.pop("VIRTUAL_ENV", None)
     proc = subprocess.run([str(a) for a in args], cwd=cwd, env=env, capture_output=True,
                           text=True, timeout=1800)
@@ -117,11 +125,12 @@ def submit(course, student, lesson, nb):
     folder = course / "submitted" / student / ASSIGNMENT
     folder.mkdir(parents=True, exist_ok=True)
     nbformat.write(nb, str(folder / f"{lesson}.ipynb"))
+    return folder / f"{lesson}.ipynb"
 
 
 @pytest.fixture(scope="module")
 def graded(nbgrader_bin, tmp_path_factory):
-    """Release every lesson, submit three learners' notebooks, autograde them."""
+    """Release every lesson, submit three learners' notebooks of AUTOGRADED, grade them both ways."""
     course = tmp_path_factory.mktemp("nbgrader-course")
     shutil.copy(ROOT / "nbgrader_config.py", course)
     source = course / "source" / ASSIGNMENT
@@ -130,20 +139,28 @@ def graded(nbgrader_bin, tmp_path_factory):
         shutil.copy(path, source)
     run(nbgrader_bin, course, nbgrader_bin / "nbgrader", "generate_assignment", ASSIGNMENT, "--force")
     releases = {p.stem: read(course / "release" / ASSIGNMENT / p.name) for p in SOLUTIONS}
-    for lesson in GRADED:
+    submitted = {}
+    for lesson in AUTOGRADED:
         release, solution = releases[lesson], solution_cells(read(source / f"{lesson}.ipynb"))
-        submit(course, "untouched", lesson, up_to_the_last_graded_cell(release))
+        submitted["untouched", lesson] = submit(course, "untouched", lesson,
+                                                up_to_the_last_graded_cell(release))
         right = nbformat.from_dict(json.loads(json.dumps(release)))
         for grade_id, cell in solution_cells(right).items():
             cell.source = solution[grade_id].source
-        submit(course, "solution", lesson, right)
+        submitted["solution", lesson] = submit(course, "solution", lesson, right)
         last = LESSONS[lesson][-1].name
         solution_cells(right)[last].source += "\n" + WRONG.format(name=last)
-        submit(course, "wrong", lesson, up_to_the_last_graded_cell(right))
+        submitted["wrong", lesson] = submit(course, "wrong", lesson, up_to_the_last_graded_cell(right))
     run(nbgrader_bin, course, nbgrader_bin / "nbgrader", "autograde", ASSIGNMENT, "--create",
         "--force", "--ExecutePreprocessor.timeout=600")
     scores = json.loads(run(nbgrader_bin, course, nbgrader_bin / "python", "-c", SCORES, ASSIGNMENT))
-    return {"releases": releases, "scores": scores}
+    report = course / "grades.json"
+    proc = subprocess.run([sys.executable, "-m", "helpers.grade", "--seed", str(SEED), "--json",
+                           str(report), *map(str, submitted.values())],
+                          cwd=ROOT, capture_output=True, text=True, timeout=1800)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    rows = dict(zip(submitted, json.loads(report.read_text())))
+    return {"releases": releases, "scores": scores, "grade": rows}
 
 
 def test_every_lesson_is_released(graded):
@@ -162,22 +179,33 @@ def lesson_scores(graded, student, lesson):
     return graded["scores"][student][lesson]
 
 
-@pytest.mark.parametrize("lesson", GRADED)
+@pytest.mark.parametrize("lesson", AUTOGRADED)
 def test_solution_gets_full_marks(graded, lesson):
     scores = lesson_scores(graded, "solution", lesson)
     assert scores == {f"{e.name}_tests": POINTS_PER_EXERCISE for e in LESSONS[lesson]}
 
 
-@pytest.mark.parametrize("lesson", GRADED)
+@pytest.mark.parametrize("lesson", AUTOGRADED)
 def test_untouched_release_gets_zero(graded, lesson):
     scores = lesson_scores(graded, "untouched", lesson)
     assert scores == {f"{e.name}_tests": 0 for e in LESSONS[lesson]}
 
 
-@pytest.mark.parametrize("lesson", GRADED)
+@pytest.mark.parametrize("lesson", AUTOGRADED)
 def test_a_wrong_function_loses_its_exercise_points_only(graded, lesson):
     scores = lesson_scores(graded, "wrong", lesson)
     last = LESSONS[lesson][-1].name
     expected = {f"{e.name}_tests": POINTS_PER_EXERCISE for e in LESSONS[lesson]}
     expected[f"{last}_tests"] = 0
     assert scores == expected
+
+
+@pytest.mark.parametrize("student", ["solution", "untouched", "wrong"])
+@pytest.mark.parametrize("lesson", AUTOGRADED)
+def test_nbgrader_and_helpers_grade_give_every_exercise_the_same_verdict(graded, lesson, student):
+    # nbgrader's hidden test is all or nothing: its points where helpers.grade's verdict is "passed"
+    row = graded["grade"][student, lesson]
+    assert row["lesson"] == lesson
+    expected = {f"{name}_tests": POINTS_PER_EXERCISE if e["passed"] else 0
+                for name, e in row["exercises"].items()}
+    assert lesson_scores(graded, student, lesson) == expected

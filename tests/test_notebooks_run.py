@@ -11,7 +11,7 @@ here (one test per lesson; a failure names the cell and shows its traceback).
 notebook with nbval, cell by cell.
 
 Lessons 08-10 train the same models here as in ``solutions/``: whichever kernel trains a
-model first stores it for the other (``helpers/run_cache.py``, ``conftest.py``).
+model first stores it for the other (``tests/run_cache.py``, ``conftest.py``).
 """
 
 import subprocess
@@ -22,10 +22,11 @@ import nbformat
 import pytest
 from nbclient import NotebookClient
 
-from helpers import course, run_cache
+import run_cache
+
+from helpers import course
 
 ROOT = Path(__file__).resolve().parents[1]
-pytestmark = pytest.mark.runs_notebooks   # long: scheduled early (conftest.py), still in test-fast
 NAMES = [f"{lesson}.ipynb" for lesson in course.lessons()]
 
 
@@ -47,16 +48,31 @@ def test_released_notebook_is_the_student_notebook(released, name):
 
 def test_released_helpers_share_training_with_the_courses(released):
     # The student notebooks train with the released helpers, the solutions with these: the
-    # same code version, or nothing trained once would be shared (helpers/run_cache.py).
+    # same code version, or nothing trained once would be shared (tests/run_cache.py).
     assert run_cache.code_version(released / "helpers") == run_cache.code_version(ROOT / "helpers")
 
 
-@pytest.mark.parametrize("name", NAMES)
-def test_student_notebook_runs_top_to_bottom_with_only_the_released_helpers(released, name,
-                                                                           notebook_kernel_env):
+def run_released(released, name, env):
+    """Run the released ``notebooks/name`` top to bottom; a failure names the cell and its traceback."""
     nb = nbformat.read(str(released / "notebooks" / name), as_version=4)
     nb.cells.append(nbformat.v4.new_code_cell(
         f"import helpers\nassert helpers.__file__.startswith({str(released)!r}), helpers.__file__"))
     NotebookClient(nb, timeout=600, kernel_name="python3",
                    resources={"metadata": {"path": str(released / "notebooks")}}
-                   ).execute(env=notebook_kernel_env)    # training shared with solutions/ (conftest.py)
+                   ).execute(env=env)    # training shared with solutions/ (conftest.py)
+
+
+def student_lesson(name):
+    """A class of one test: lesson ``name`` runs. One class per lesson, so that pytest-xdist
+    (``--dist loadscope``) gives each lesson to a worker of its own, not all eleven to one."""
+    def test_student_notebook_runs_top_to_bottom_with_only_the_released_helpers(self, released,
+                                                                               notebook_kernel_env):
+        run_released(released, name, notebook_kernel_env)
+
+    label = f"TestLesson{name.split('_', 1)[0]}"
+    return label, type(label, (), {"__doc__": f"notebooks/{name}, as released",
+                                   test_student_notebook_runs_top_to_bottom_with_only_the_released_helpers.__name__:
+                                   test_student_notebook_runs_top_to_bottom_with_only_the_released_helpers})
+
+
+globals().update(student_lesson(name) for name in NAMES)

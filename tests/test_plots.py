@@ -79,37 +79,3 @@ def test_log_axes_rejects_an_unknown_axis_and_x_ticks_on_a_linear_x(which, xtick
         plots.log_axes(_measured_axes(), which, xticks=xticks)
 
 
-# ------------------------------------------------------------ saturation_panel (lesson 02)
-def _saturation_panel(**changes):
-    _, ax = plt.subplots()
-    kwargs = dict(dks=np.array([1, 2, 4, 8]),
-                  measured={"raw": [0.2, 0.4, 0.7, 0.9], "scaled": [0.2, 0.25, 0.2, 0.22]},
-                  one_hot=1, uniform=0.1, title="T", ylabel="largest weight")
-    kwargs.update(changes)
-    plots.saturation_panel(ax, **kwargs)
-    return ax
-
-
-def test_saturation_panel_plots_raw_and_scaled_against_d_k_as_given():
-    lines = _saturation_panel().get_lines()
-    assert [line.get_label() for line in lines[:2]] == ["no scaling", "divided by √d_k"]
-    np.testing.assert_array_equal(lines[0].get_xdata(), [1, 2, 4, 8])
-    np.testing.assert_array_equal(lines[0].get_ydata(), [0.2, 0.4, 0.7, 0.9])
-    np.testing.assert_array_equal(lines[1].get_ydata(), [0.2, 0.25, 0.2, 0.22])
-
-
-def test_saturation_panel_draws_one_hot_and_uniform_levels_as_horizontal_lines():
-    levels = {line.get_label(): set(line.get_ydata()) for line in _saturation_panel().get_lines()[2:]}
-    assert levels == {"one-hot (1)": {1}, "uniform (0.1)": {0.1}}
-
-
-def test_saturation_panel_titles_labels_and_puts_d_k_on_a_log_axis():
-    ax = _saturation_panel()
-    assert (ax.get_title(), ax.get_xlabel(), ax.get_ylabel()) == ("T", "d_k", "largest weight")
-    assert (ax.get_xscale(), ax.get_yscale()) == ("log", "linear")
-    assert ax.get_legend() is not None
-
-
-def test_saturation_panel_rejects_a_curve_of_the_wrong_length():
-    with pytest.raises(ValueError, match=r"measured\['scaled'\] has shape \(3,\), dks has shape \(4,\)"):
-        _saturation_panel(measured={"raw": [1, 2, 3, 4], "scaled": [1, 2, 3]})

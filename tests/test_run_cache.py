@@ -1,11 +1,19 @@
-"""helpers.run_cache: training shared by the notebook kernels of one test run.
+"""tests/run_cache.py: training shared by the pytest processes and notebook kernels of one test run.
 
-A toy function counts its calls; each test sets (or not) the cache folder itself.
+A toy function counts its calls; each test sets (or not) the cache folder itself. The last
+tests check that the lessons' entry points are wrapped in a test run's kernel, and only there.
 """
 
-import pytest
+import json
+import os
+import subprocess
+import sys
 
-from helpers import run_cache
+import nbformat
+import pytest
+from nbclient import NotebookClient
+
+import run_cache
 
 
 def counted():
@@ -111,3 +119,28 @@ def test_code_version_changes_with_a_learners_module_not_with_instructor_tools(t
     (helpers / "training.py").write_text("STEPS = 999\n")
     run_cache.code_version.cache_clear()
     assert run_cache.code_version(helpers) != before
+
+
+WRAPPED = sorted(f"{module}.{name}" for module, names in run_cache.ENTRY_POINTS.items() for name in names)
+# prints the entry points that are wrapped, as JSON
+PRINT_WRAPPED = """
+import importlib, json
+print(json.dumps([f"{m}.{n}" for m, names in %r.items() for n in names
+                  if getattr(getattr(importlib.import_module(m), n), "shared_by_the_test_run", False)]))
+""" % (run_cache.ENTRY_POINTS,)
+
+
+def test_a_notebook_kernel_of_the_run_shares_every_entry_point_and_keeps_no_name(notebook_kernel_env):
+    nb = nbformat.v4.new_notebook(cells=[
+        nbformat.v4.new_code_cell(PRINT_WRAPPED),
+        nbformat.v4.new_code_cell("print(sorted(n for n in globals() if 'shar' in n or 'run_cache' in n))")])
+    NotebookClient(nb, timeout=120, kernel_name="python3").execute(env=notebook_kernel_env)
+    assert sorted(json.loads(nb.cells[0].outputs[0]["text"])) == WRAPPED
+    assert nb.cells[1].outputs[0]["text"].strip() == "[]"
+
+
+def test_outside_a_test_run_no_entry_point_is_wrapped():
+    env = {k: v for k, v in os.environ.items() if k not in (run_cache.ENV, "PYTHONSTARTUP")}
+    out = subprocess.run([sys.executable, "-c", PRINT_WRAPPED], env=env, capture_output=True,
+                         text=True, check=True).stdout
+    assert json.loads(out) == []

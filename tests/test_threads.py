@@ -46,7 +46,7 @@ def test_a_count_that_is_not_a_whole_number_from_1_is_refused_by_name(count):
 @pytest.mark.parametrize("count, text", [(1, "1 BLAS thread"), (4, "4 BLAS threads"),
                                          (None, "an unknown number of BLAS threads")])
 def test_a_thread_count_is_described_in_words(count, text):
-    assert threads.describe(count) == text
+    assert threads.in_words(count) == text
 
 
 def test_what_median_time_times_runs_on_one_thread(two_threads):
@@ -114,12 +114,12 @@ def test_a_function_on_one_thread_keeps_its_name_and_signature_and_restores_the_
 # Each entry point, the module function it evaluates with after fit (looked up when called),
 # and tiny arguments: that evaluation is where BLAS's own threads cost lesson 09 a minute.
 ENTRY_POINTS = [
-    ("l08_training", "train", "l08_training.model", "measure", ("coreference",), {"steps": 1}),
-    ("l09_position", "train", "l09_position.model", "pronoun_measure", ("two_relations",),
+    ("l08_training", "train", "l08_training.model", "accuracy_on", ("coreference",), {"steps": 1}),
+    ("l09_position", "train", "l09_position.model", "pronoun_accuracy_on", ("two_relations",),
      {"position": "rope", "shifts": (0, 1), "steps": 1}),
     ("l09_position", "train_two_back", "l09_position.two_back", "accuracy", ("rope",),
      {"lengths": (16,), "steps": 1}),
-    ("l10_two_layers", "train", "l10_two_layers.model", "measure", ("adjective",), {"steps": 1}),
+    ("l10_two_layers", "train", "l10_two_layers.model", "accuracy_on", ("adjective",), {"steps": 1}),
 ]
 
 

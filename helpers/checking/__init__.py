@@ -164,15 +164,6 @@ class Report:
 _UNFINISHED = object()   # what _failure returns when fn raised NotImplementedError
 
 
-def _course_catalogue():
-    """The course's catalogue, for callers of :func:`evaluate` that do not pass one.
-
-    Imported when first needed: :mod:`helpers.exercises` imports this package.
-    """
-    from ..exercises import EXERCISES
-    return EXERCISES
-
-
 def _quietly(fn, args=(), kwargs=None, time_limit=None):
     """``fn(*args, **kwargs)`` with NumPy warnings silenced, stopped after ``time_limit`` seconds."""
     with warnings.catch_warnings(), np.errstate(all="ignore"):
@@ -315,8 +306,8 @@ def evaluate(exercise, fn, cases=None, stop_at_first_failure=False, blame_helper
         learner's own ``softmax`` inside ``scaled_dot_product_attention``) that
         fails its own check, and name it (see :func:`helpers.checking.blame.blame_helper`).
     catalogue : dict of str -> Exercise, optional
-        The exercises such a helper may belong to. None: the course's catalogue,
-        :data:`helpers.exercises.EXERCISES`.
+        The exercises such a helper may belong to (:data:`helpers.exercises.EXERCISES`:
+        this package never imports it, its callers pass it). None: no helper is blamed.
     time_limit : float, optional
         Seconds ``fn`` may run on one case (``exercise.inspect`` gets four times as
         long) before it is stopped and the case fails (see
@@ -363,7 +354,7 @@ def evaluate(exercise, fn, cases=None, stop_at_first_failure=False, blame_helper
             report.passed -= 1           # right values, but not the way the exercise asks
             report.failures.append(message)
     if report.failures and blame_helpers:
-        blame = blame_helper(exercise, fn, cases, _course_catalogue() if catalogue is None else catalogue,
+        blame = blame_helper(exercise, fn, cases, catalogue or {},
                              functools.partial(evaluate, time_limit=time_limit))
         if blame:
             report.failures[0] = blame

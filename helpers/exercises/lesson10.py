@@ -276,7 +276,9 @@ def make_patch_cases(rng, hidden):
     if hidden:   # the grader's sizes, drawn afresh for each grading run
         size = sizer(rng)
         n_causal = size(4, 7)
-        specs = [(size(3, 4), size(4, 7), 2 * size(2, 3), 3, 1, 2, 1, "three layers, layer 2"),
+        # more tokens than sentences: the positions of all sentences together never cover
+        # every token (so patching at all sentences' positions differs from "everywhere")
+        specs = [(size(3, 4), size(5, 7), 2 * size(2, 3), 3, 1, 2, 1, "three layers, layer 2"),
                  (size(2, 3), size(5, 7), 2 * size(2, 3), 2, 2, 1, 2, "two layers, layer 1"),
                  (2, n_causal, 4, 2, 1, 2, 2, "a causal mask", reference.causal_mask(n_causal)),
                  (size(2, 3), size(4, 6), 6, 2, 3, 2, 1, "the last layer"),

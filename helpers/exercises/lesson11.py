@@ -7,13 +7,19 @@ How the cases tell the mistakes apart:
   heads (d_model = 12, 5 tokens): pairing head i with kv head ``i % 2`` (``np.tile``)
   differs from ``i // 2`` (``np.repeat``), and the scales sqrt(12) (the model width),
   sqrt(6) (the keys' width) and sqrt(3) (the head size) all differ; one head per kv head,
-  multi-query and masked cases follow;
+  multi-query and masked cases follow. Pairing by ``i // num_kv_heads`` (the count taken for
+  the group size) is right where num_heads = num_kv_heads² (4 and 2): the second case (6 and
+  3) shows it, and the first hidden case always has num_kv_heads² > num_heads, where it gives
+  wrong values instead of raising. Labels name the group size, so that a raise on a later
+  case (8 query heads, 2 kv heads) reads in groups;
 - ``sliding_window_mask``'s first case has a window of 2 in 7 tokens: one token more or
   less, both sides of the diagonal, the diagonal left out and the notebook's global
   ``window = 4`` all give masks of their own;
 - ``attention_decode_step``'s first case has 5 cached tokens, 4 query heads and 2 kv
   heads, no window: attending before appending (5 keys instead of 6), the scale, the
-  pairing and a missing ``W_o`` show there. The first case with a window passes a cache
+  pairing and a missing ``W_o`` show there. The second leaves ``num_kv_heads`` out; its
+  label says that None means num_heads, since a step that takes None for 1 raises a reshape
+  error there, which no simulated mistake can match. The first case with a window passes a cache
   *longer* than the window (t = 5, window = 3), so a cache that is never cut (6 tokens),
   one cut before appending (4), one cut after attending (right cache, output over all 6
   tokens) and one cut to ``window - 1`` (2) all differ; a full cache (t = window), an
@@ -77,8 +83,8 @@ def _weights(rng, d_model, h, g):
 
 
 def _kv_of(h, g, pair):
-    """Which key/value head each query head uses: ``i // group`` (right) or ``i % g``."""
-    return np.arange(h) // (h // g) if pair == "div" else np.arange(h) % g
+    """Which key/value head each query head uses: ``i // group`` (right), ``i % g`` or ``i // g``."""
+    return {"div": np.arange(h) // (h // g), "mod": np.arange(h) % g, "div g": np.arange(h) // g}[pair]
 
 
 def _scale(d_model, d_head, g, scale):
@@ -98,7 +104,7 @@ def _gqa_case(rng, n, h, g, d_head, label, mask=None):
         kwargs, note = {"mask": reference.sliding_window_mask(n, mask)}, f", window of {mask}"
     return Case((X, *W, h, g), kwargs,
                 f"{label}: X {X.shape}, W_k and W_v {W[1].shape}, num_heads={h}, "
-                f"num_kv_heads={g}{note}")
+                f"num_kv_heads={g} (groups of {h // g} query head{'s' if h // g > 1 else ''}){note}")
 
 
 def gqa_cases(rng, hidden):
@@ -113,9 +119,12 @@ def gqa_cases(rng, hidden):
     ]
     if hidden:   # the grader's sizes, drawn afresh for each grading run
         size = sizer(rng)
+        # the first case: groups of 2 or more, 3 or more of them, and num_kv_heads² > num_heads,
+        # so that pairing by i // num_kv_heads gives wrong values there instead of raising
+        h1, g1 = [(6, 3), (8, 4), (12, 4), (10, 5)][int(rng.integers(4))]
         h, g = [(4, 2), (6, 2), (6, 3), (8, 2), (8, 4)][int(rng.integers(5))]
         h2 = int(rng.choice([4, 6, 8]))
-        shapes = [(size(3, 7), h, g, int(rng.choice([2, 3, 5])), f"{h} query heads, {g} kv heads", None),
+        shapes = [(size(3, 7), h1, g1, int(rng.choice([2, 3, 5])), f"{h1} query heads, {g1} kv heads", None),
                   (size(3, 6), h2, 1, size(2, 4), "multi-query", None),
                   (size(2, 5), 3, 3, size(2, 4), "as many kv heads as query heads", None),
                   (size(4, 7), h, g, size(2, 4), f"{h} query heads, {g} kv heads", "causal"),
@@ -153,8 +162,9 @@ def _gqa(X, W_q, W_k, W_v, W_o, h, g, mask=None, *, pair="div", scale="d_head", 
     return (out @ W_o if use_W_o else out), maps
 
 
-def _gqa_reshaped(X, W_q, W_k, W_v, W_o, h, g, mask=None):
-    """Heads split by a reshape without a transpose (and merged back the same way)."""
+def _gqa_reshaped(X, W_q, W_k, W_v, W_o, h, g, mask=None, *, merge="reshape"):
+    """Heads split by a reshape without a transpose; merged back the same way, or (``merge=
+    "transpose"``) the right way, with the head axis moved back behind the tokens'."""
     n, d_model = X.shape
     d_head = d_model // h
     Q = (X @ W_q).reshape(h, n, d_head)                      # pieces of several tokens per "head"
@@ -164,19 +174,29 @@ def _gqa_reshaped(X, W_q, W_k, W_v, W_o, h, g, mask=None):
     if mask is not None:
         S = np.where(mask, S, -np.inf)
     A = _softmax_rows(S)
-    return (A @ V).reshape(n, d_model) @ W_o, A
+    out = A @ V                                              # (h, n, d_head)
+    merged = out.transpose(1, 0, 2).reshape(n, d_model) if merge == "transpose" else out.reshape(n, d_model)
+    return merged @ W_o, A
 
 
 _PAIRING = ("query head i used key/value head i % num_kv_heads (heads 0, 1, 2, 3 on kv heads "
             "0, 1, 0, 1): that is what np.tile does. The heads of a group are neighbours: query "
             "head i uses kv head i // (num_heads // num_kv_heads) (0, 0, 1, 1), which is what "
             "np.repeat(..., axis=0) gives.")
+_PAIRING_BY_COUNT = (
+    "query head i used key/value head i // num_kv_heads: that divides by the number of kv "
+    "heads, not by the size of a group. A group holds num_heads // num_kv_heads neighbouring "
+    "query heads (6 query heads, 3 kv heads: groups of 2, so heads 0-5 use kv heads 0, 0, 1, 1, "
+    "2, 2, not 0, 0, 0, 1, 1, 1). The two agree only when num_heads = num_kv_heads² (4 and 2); "
+    "where num_heads is larger (8 query heads, 2 kv heads) i // num_kv_heads even asks for kv "
+    "heads that do not exist (2 and 3), and the code raises an IndexError or a shape error.")
 _SCALE_D_MODEL = ("the scores were scaled by sqrt(d_model), the model width, instead of "
                   "sqrt(d_head), the head size: each head's dot products are sums of d_head "
                   "products, whatever the number of heads.")
 
 GQA_MISTAKES = [
     Mistake(_PAIRING, lambda *a, mask=None: _gqa(*a, mask, pair="mod")),
+    Mistake(_PAIRING_BY_COUNT, lambda *a, mask=None: _gqa(*a, mask, pair="div g")),
     Mistake(_SCALE_D_MODEL, lambda *a, mask=None: _gqa(*a, mask, scale="d_model")),
     Mistake("the scores were scaled by sqrt(num_kv_heads * d_head), the width of K, instead of "
             "sqrt(d_head): one head's dot products are sums of d_head products.",
@@ -204,6 +224,12 @@ GQA_MISTAKES = [
             "several tokens (lesson 04's trap). Cut each token's row into heads first, "
             "(n, heads, d_head), then bring the head axis to the front; merge back the same way.",
             _gqa_reshaped),
+    Mistake("the heads were SPLIT with a reshape and no transpose, though merged back the right way: "
+            "reshaping (n, width) straight to (heads, n, d_head) cuts the row-major data in order, "
+            "so a 'head' gets pieces of several tokens (lesson 04's trap), and the merge then undoes "
+            "a split that never happened. Split the way you merge: each token's row into heads "
+            "first, (n, heads, d_head), then bring the head axis to the front.",
+            lambda *a, mask=None: _gqa_reshaped(*a, mask, merge="transpose")),
 ]
 
 
@@ -300,7 +326,7 @@ def _decode_case(rng, h, g, d_head, t, window, label, pass_g=True, position=None
 def decode_cases(rng, hidden):
     shapes = [  # (num_heads, num_kv_heads, d_head, t, window, label, pass num_kv_heads[, position, base])
         (4, 2, 3, 5, None, "5 cached tokens, 4 query heads, 2 kv heads", True),
-        (2, 2, 4, 3, None, "num_kv_heads left out (= num_heads)", False),
+        (2, 2, 4, 3, None, "num_kv_heads not passed (None, which means num_heads)", False),
         (4, 2, 2, 5, 3, "a cache longer than the window", True),
         (4, 1, 2, 3, 3, "a full window (multi-query)", True),
         (2, 1, 3, 2, 4, "a window not yet full", True),
@@ -321,7 +347,8 @@ def decode_cases(rng, hidden):
         w, t_short = size(2, 4), size(3, 5)
         t_rope, w_rope = size(5, 9), size(3, 5)
         shapes = [(h, g, size(2, 4), size(3, 7), None, f"{h} query heads, {g} kv heads", True),
-                  (3, 3, size(2, 4), size(1, 4), None, "num_kv_heads left out", False),
+                  (3, 3, size(2, 4), size(1, 4), None,
+                   "num_kv_heads not passed (None, which means num_heads)", False),
                   (4, 2, size(2, 3), w + size(2, 3), w, "a cache longer than the window", True),
                   (h, 1, 2, w, w, "a full window (multi-query)", True),
                   (2, 2, size(2, 3), t_short, t_short + size(2, 3), "a window not yet full", True),
@@ -358,9 +385,12 @@ def _decode(x, cache, W_q, W_k, W_v, W_o, h, num_kv_heads=None, window=None, pos
     """The decode step with one thing done wrong (a loop over query heads); none: the reference.
 
     RoPE's switches: ``rotate`` (what is rotated: "q and k", "q only", "q, k and v", "none",
-    "key cached unrotated", "cache again"), ``at`` (the angle's position: "position",
-    "position + 1", "cache length", "position % window"), ``convention`` ("interleaved",
-    "split halves", "d_model") and ``base_used`` ("given", "10000").
+    "key cached unrotated", "cache again", "every key at attend time": the cache keeps keys
+    unrotated and every key the token attends to is rotated at its own position then),
+    ``at`` (the angle's position: "position", "position + 1", "cache length", "position %
+    window"), ``convention`` ("interleaved", "split halves", "d_model", "full width": ``x @
+    W_q`` and ``x @ W_k`` rotated whole, before the split into heads) and ``base_used``
+    ("given", "10000").
     """
     g = h if num_kv_heads is None else num_kv_heads
     d_model = x.shape[0]
@@ -376,9 +406,14 @@ def _decode(x, cache, W_q, W_k, W_v, W_o, h, num_kv_heads=None, window=None, pos
 
         def rot(A, count=1):
             return _rotated(A, [p] * count, b, d_model, convention)
-        q = rot(q)
-        if rotate != "q only":
-            k = rot(k)
+        if convention == "full width":                     # rotated whole, then split
+            q = reference.rope((x @ W_q)[None], [p], b).reshape(h, 1, d_head)
+            k = reference.rope((x @ W_k)[None], [p], b).reshape(g, 1, d_head)
+            k_cached = k
+        else:
+            q = rot(q)
+        if rotate not in ("q only", "every key at attend time") and convention != "full width":
+            k = rot(k)                # ("every key at attend time": stored as it is, see below)
             k_cached = k if rotate != "key cached unrotated" else k_cached
         if rotate == "q, k and v":
             v = rot(v)
@@ -411,6 +446,10 @@ def _decode(x, cache, W_q, W_k, W_v, W_o, h, num_kv_heads=None, window=None, pos
         return K_seen, V_seen, K_keep, V_keep
 
     K_seen, V_seen, K_keep, V_keep = arrange(K_old, V_old, k, v)
+    if position is not None and rotate == "every key at attend time":   # key j at its position
+        count = K_seen.shape[1]
+        K_seen = _rotated(K_seen, np.arange(position - count + 1, position + 1),
+                          base if base_used == "given" else 10000.0, d_model, convention)
     if k_cached is not k:
         K_keep = arrange(K_old, V_old, k_cached, v)[2]
     kv_of = _kv_of(h, g, pair)
@@ -536,6 +575,19 @@ DECODE_MISTAKES = [
      "num_heads. Rotate each head's (…, 1, d_head) query and key.", {"convention": "d_model"}),
     ("the rotation ignored the `base` it was given (it used 10000): pass base on to rope.",
      {"base_used": "10000"}),
+    ("RoPE was applied to the whole x @ W_q (and x @ W_k) before the split into heads: its pairs "
+     "then run across the heads, and its frequencies over the full width, so head 1 is turned "
+     "by other angles than head 0. RoPE rotates each head's d_head numbers alike (pair i by "
+     "position * base**(-2i / d_head) in every head): split into heads first, then rotate each "
+     "head's (…, 1, d_head) query and key.", {"convention": "full width"}),
+    ("the cache holds the keys UNROTATED and every key is rotated at its position when the token "
+     "attends. That is consistent with itself (StreamingLLM-style caches do it), but this "
+     "exercise's contract is a cache of keys ALREADY rotated at their own positions: the cache "
+     "you are given holds rotated keys (from the earlier steps, or from a prefill, as in section "
+     "6, where generate.prefill fills the cache for your step), and yours rotates them a second "
+     "time; the next steps and the lesson's later cells read rotated keys from the cache you "
+     "return. Rotate only the new token's query and key, at `position`, and store the rotated key.",
+     {"rotate": "every key at attend time"}),
 ]]
 
 

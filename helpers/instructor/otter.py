@@ -303,7 +303,8 @@ def public_check(name, fn):
     exercise = EXERCISES[name]
     if fn is None:
         raise AssertionError(f"{name} is not defined in the notebook")
-    report = None if fn is exercise.reference else evaluate(exercise, fn, stop_at_first_failure=True)
+    report = None if fn is exercise.reference else evaluate(
+        exercise, fn, stop_at_first_failure=True, catalogue=EXERCISES, time_limit=exercise.time_limit)
     if report is None or report.not_attempted:
         raise AssertionError(f"{name}: not attempted yet (fill in its exercise cell)")
     if report.failures:

@@ -184,10 +184,8 @@ def multi_head_attention_backward(X, W_q, W_k, W_v, W_o, num_heads, d_out, mask=
     return _mha_backward(d_out, _mha_forward(X, W_q, W_k, W_v, W_o, num_heads, mask))
 
 
-# A training step runs the forward pass, then the backward pass on the same inputs. The two
-# functions below let it run the forward pass once: the first keeps what the second needs
-# (a "cache", as in CS231n's layers), and multi_head_attention_backward above is the two in
-# a row. The same numbers either way.
+# The backward pass in two halves: the first keeps what the second needs (a "cache", as in
+# CS231n's layers); multi_head_attention_backward above is the two in a row.
 def _mha_forward(X, W_q, W_k, W_v, W_o, num_heads, mask):
     """The forward pass up to the merged heads, as a cache for :func:`_mha_backward` (no checks)."""
     Q, K, V = (split_heads(X @ W, num_heads) for W in (W_q, W_k, W_v))   # each (..., h, n, d_head)
@@ -211,25 +209,3 @@ def _mha_backward(d_out, cache):
         "W_v": _sum_over_batch(X, dV),
         "W_o": _sum_over_batch(merged, d_out),
     }
-
-
-def multi_head_attention_with_cache(X, W_q, W_k, W_v, W_o, num_heads, mask=None):
-    """Multi-head attention that keeps what its backward pass needs: ``(out, weights, cache)``.
-
-    ``out`` and ``weights`` as :func:`~helpers.reference.multi_head.multi_head_attention`;
-    ``cache`` goes to :func:`multi_head_attention_backward_from_cache`, which then does not
-    run the forward pass again.
-    """
-    X, mats, num_heads = _check_mha("multi_head_attention_with_cache", X, W_q, W_k, W_v, W_o,
-                                    num_heads, mask)
-    cache = _mha_forward(X, mats["W_q"], mats["W_k"], mats["W_v"], mats["W_o"], num_heads, mask)
-    return cache["merged"] @ cache["W_o"], cache["weights"], cache
-
-
-def multi_head_attention_backward_from_cache(d_out, cache):
-    """:func:`multi_head_attention_backward` from the cache of :func:`multi_head_attention_with_cache`."""
-    d_out = as_float_array("multi_head_attention_backward_from_cache", "d_out", d_out, min_ndim=2)
-    if d_out.shape != cache["X"].shape:
-        raise ValueError(f"multi_head_attention_backward_from_cache: d_out must have the shape of the "
-                         f"output, {shape_str(cache['X'].shape)}; got {shape_str(d_out.shape)}")
-    return _mha_backward(d_out, cache)

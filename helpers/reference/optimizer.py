@@ -43,27 +43,3 @@ def adam_step(param, grad, m, v, t, lr=1e-2, beta1=0.9, beta2=0.999, eps=1e-8):
     m_hat = m / (1 - beta1 ** t)                             # bias corrections
     v_hat = v / (1 - beta2 ** t)
     return param - lr * m_hat / (np.sqrt(v_hat) + eps), m, v
-
-
-def adam_step_in_place(param, grad, m, v, t, lr, work, beta1=0.9, beta2=0.999, eps=1e-8):
-    """:func:`adam_step`, writing the new values into ``param``, ``m`` and ``v`` themselves.
-
-    The same operations in the same order, so the same numbers, bit for bit (a test checks
-    it), but no new array: ``work`` is two scratch arrays shaped like ``param``. For the
-    course's training loop (``helpers.lessons.l08_training.training.fit``), which updates
-    every entry of every parameter at once, a thousand times. No input checks.
-    """
-    scaled_grad, squared = work
-    m *= beta1                                               # m = beta1 * m + (1 - beta1) * grad
-    m += np.multiply(1 - beta1, grad, out=scaled_grad)
-    v *= beta2                                               # v = beta2 * v + (1 - beta2) * grad ** 2
-    np.square(grad, out=squared)
-    squared *= 1 - beta2
-    v += squared
-    m_hat = np.divide(m, 1 - beta1 ** t, out=scaled_grad)    # bias corrections
-    v_hat = np.divide(v, 1 - beta2 ** t, out=squared)
-    np.sqrt(v_hat, out=v_hat)                                # param -= lr * m_hat / (sqrt(v_hat) + eps)
-    v_hat += eps
-    m_hat *= lr
-    m_hat /= v_hat
-    param -= m_hat

@@ -67,20 +67,9 @@ def loss_gradient(out, query, right, W_out):
                          f"(out {shape_str(out.shape)}, W_out {shape_str(W_out.shape)})")
     query = _indices(where, "query", query, B, n)
     right = _indices(where, "right", right, B, W_out.shape[1])
-    h = out[np.arange(B), query]                           # (B, d_model): each pronoun's output
-    return loss_gradient_from_probabilities(out, query, right, W_out, softmax(h @ W_out))
-
-
-def loss_gradient_from_probabilities(out, query, right, W_out, p):
-    """:func:`loss_gradient`, given the readout's probabilities ``p = softmax(h @ W_out)``, (B, V).
-
-    A training step has them already, from its loss: they are not computed twice. No input
-    checks, and ``p`` is overwritten (it becomes ``d_logits``).
-    """
-    B = len(out)
     rows = np.arange(B)
     h = out[rows, query]                                   # (B, d_model): each pronoun's output
-    d_logits = p                                           # (B, V): p ...
+    d_logits = softmax(h @ W_out)                          # (B, V): the probabilities p ...
     d_logits[rows, right] -= 1                             # ... - onehot(right)
     d_logits /= B                                          # the loss is a mean over B sentences
     d_out = np.zeros_like(out)                             # (B, n, d_model): 0 at every word ...

@@ -33,16 +33,31 @@ def _append(path, record):
         f.write(json.dumps(record) + "\n")
 
 
+def read_records(path):
+    """The records :func:`capture` appended to ``path``, in order (none if it has no file)."""
+    records = []
+    if Path(path).exists():
+        for line in Path(path).read_text(encoding="utf-8").splitlines():
+            try:
+                records.append(json.loads(line))
+            except ValueError:
+                pass   # a line cut short by a kill
+    return records
+
+
 # ----------------------------------------------------------------- the watch
 def _course_files():
     """``({files of helpers.reference}, {files of the checks' machinery})`` as code objects name them."""
     import helpers.checking
+    import helpers.checking.deadline
     import helpers.checks
     import helpers.exercises
     import helpers.reference
 
     machinery = {helpers.checks.__file__}
     machinery |= {str(p) for p in Path(helpers.checking.__file__).parent.glob("*.py")}
+    # The time limit's timer fires inside the learner's function: it stops it, it answers nothing.
+    machinery.discard(helpers.checking.deadline.__file__)
     machinery |= {str(p) for p in Path(helpers.exercises.__file__).parent.glob("*.py")}
     reference = {str(p) for p in Path(helpers.reference.__file__).parent.glob("*.py")}
     return reference, machinery
@@ -62,6 +77,8 @@ class ReferenceWatch:
     ----------
     used : list of str
         What was called, e.g. ``["helpers.reference.softmax"]`` (unique, in order).
+    stopped : bool
+        Whether the checks' per-case time limit stopped the function (an endless loop?).
     """
 
     def __init__(self, exercise):
@@ -75,6 +92,7 @@ class ReferenceWatch:
         self._hook = self._on_event                # one bound method, to compare with `is`
         self._given = set()                        # code of the functions the case passes in
         self.used = []
+        self.stopped = False
 
     def _note(self, frame):
         code = frame.f_code
@@ -102,14 +120,23 @@ class ReferenceWatch:
 
     def wrap(self, fn):
         """``fn``, watched while it runs (the profile hook is this thread's only)."""
+        from helpers.checking.deadline import TimeLimit
+
         def watched(*args, **kwargs):
             self._given = {getattr(a, "__code__", None) for a in (*args, *kwargs.values())}
             previous = sys.getprofile()
             sys.setprofile(self._hook)
+            stopped = False
             try:
                 return fn(*args, **kwargs)
+            except TimeLimit:
+                # (raised by the timer, perhaps inside this hook: Python then switches the hook
+                # off. The case fails: nothing it computed unwatched earns a point.)
+                self.stopped = stopped = True
+                raise
             finally:
-                if sys.getprofile() is not self._hook and "sys.setprofile" not in self.used:
+                if (sys.getprofile() is not self._hook and not stopped
+                        and "sys.setprofile" not in self.used):
                     self.used.append("sys.setprofile")   # switched the watch off
                 sys.setprofile(previous)
         return watched
@@ -119,9 +146,12 @@ class ReferenceWatch:
 def grade_function(name, fn, seed=None):
     """Run ``fn`` on the exercise's hidden cases, watched; return a JSON-able record.
 
+    Each case runs under the checks' per-case time limit (``Exercise.time_limit``, as the
+    notebook's check): a function that never returns fails that case, and only that case.
     ``seed``: the grading run's seed (None: the catalogue's fixed hidden cases).
     Keys: ``passed``, ``total``, ``not_attempted``, ``failures`` (messages),
-    ``used`` (calls into the course's answer, see :class:`ReferenceWatch`).
+    ``used`` (calls into the course's answer, see :class:`ReferenceWatch`), ``stopped``
+    (whether the time limit stopped it on some case).
     """
     from helpers.checking import evaluate
     from helpers.exercises import EXERCISES
@@ -129,9 +159,11 @@ def grade_function(name, fn, seed=None):
     exercise = EXERCISES[name]
     cases = exercise.cases(hidden=True, seed=None if seed is None else exercise_seed(seed, name))
     watch = ReferenceWatch(exercise)
-    report = evaluate(exercise, watch.wrap(fn), cases)
+    report = evaluate(exercise, watch.wrap(fn), cases, catalogue=EXERCISES,
+                      time_limit=exercise.time_limit)
     return {"passed": report.passed, "total": report.total, "not_attempted": report.not_attempted,
-            "failures": list(report.failures), "used": list(watch.used)}
+            "failures": list(report.failures), "used": list(watch.used),
+            "stopped": watch.stopped}
 
 
 def capture(name, cell_number, namespace, results_path, seed):
@@ -139,8 +171,13 @@ def capture(name, cell_number, namespace, results_path, seed):
 
     Runs in the grader cell inserted after the exercise cell (number
     ``cell_number`` of the submission). Appends JSON lines to ``results_path``:
-    one saying the evaluation started (so a kernel that dies or hangs while
-    grading is reported), then the result.
+    one saying the evaluation started (so a kernel that dies while grading is
+    reported), then the result.
+
+    A function the time limit had to stop (it never returns, on some hidden case) is
+    replaced in ``namespace`` by the course's reference, as the notebook's check does for
+    an exercise not attempted: the lesson's later cells that call it (lesson 07's gradient
+    checks call ``numerical_gradient``) run on, so it costs only its own exercise's points.
     """
     fn = namespace.get(name)
     record = {"exercise": name, "cell": cell_number}
@@ -152,6 +189,10 @@ def capture(name, cell_number, namespace, results_path, seed):
         record.update(status="graded", **grade_function(name, fn, seed))
     except BaseException as exc:   # even SystemExit raised by the learner's function
         record.update(status="crashed", message=f"{type(exc).__name__}: {exc}")
+    if record.get("stopped"):
+        from helpers.exercises import EXERCISES
+        namespace[name] = EXERCISES[name].reference
+        record["replaced"] = True
     _append(results_path, record)
 
 

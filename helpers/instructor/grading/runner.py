@@ -1,4 +1,4 @@
-"""Running submissions: one process per submission, ``jobs`` at a time.
+"""Running submissions: each in a fresh kernel by nbclient, ``jobs`` at a time.
 
 How one submission is graded (:func:`grade_one`):
 
@@ -6,30 +6,30 @@ How one submission is graded (:func:`grade_one`):
    itself (:func:`~helpers.instructor.grading.notebook.recognise_lesson`).
 2. A grader cell is inserted after each exercise cell
    (:func:`~helpers.instructor.grading.notebook.instrument`); it grades the
-   function the exercise cell bound on fresh hidden cases
-   (:mod:`~helpers.instructor.grading.kernel`).
-3. The instrumented notebook is written to a scratch folder, and a worker process
-   (:mod:`~helpers.instructor.grading.worker`) runs it there in a fresh kernel. Both
-   are forked by the run's kernel server (:mod:`~helpers.instructor.grading.forkserver`),
-   with ipykernel, jupyter_client, numpy and matplotlib already imported.
-   The worker leads a process group of its own, and so does its kernel: when
-   the time limit passes, both groups are killed (with anything the notebook
-   started), and the submission keeps what it had earned.
-4. The row is scored from what the run left in the scratch folder
-   (:mod:`~helpers.instructor.grading.scoring`), and the folder is removed.
+   function the exercise cell bound on fresh hidden cases, each case under the
+   checks' per-case time limit (:mod:`~helpers.instructor.grading.kernel`).
+3. nbclient's :class:`~nbclient.NotebookClient` runs that notebook as nbgrader's
+   ``Execute`` preprocessor does: a fresh kernel of this Python, in a scratch
+   folder, every cell in turn, errors allowed. Each cell may run until the
+   notebook's time limit (``timeout_func``: the time left); past it, or when the
+   kernel dies, the run stops there. The kernel is then killed at once, with
+   anything the notebook started (jupyter_client signals the kernel's process
+   group), and the submission keeps what it had earned.
+4. The row is scored from what the run left (:mod:`~helpers.instructor.grading.scoring`):
+   the grader cells' records, the cells that raised, the cell running at the end.
+   The scratch folder is removed.
 
-:func:`grade_many` grades submissions ``jobs`` at a time from a thread pool, each
-thread waiting on its own worker process. Ctrl-C kills every running worker and
-kernel, and the kernel server, and raises ``KeyboardInterrupt``.
+:func:`grade_many` grades submissions ``jobs`` at a time from a thread pool
+(:mod:`concurrent.futures`), each thread running its own notebook client. Ctrl-C
+kills every running kernel (:class:`Kernels`) and raises ``KeyboardInterrupt``.
 """
 
-import json
+import asyncio
+import logging
 import os
 import shutil
 import signal
-import socket
 import subprocess
-import sys
 import tempfile
 import threading
 import time
@@ -37,195 +37,128 @@ import warnings
 from concurrent.futures import FIRST_COMPLETED, ThreadPoolExecutor, wait
 from pathlib import Path
 
-from . import kernel, worker
+from . import kernel
 from .notebook import exercise_cells, instrument, lessons, nbformat, recognise_lesson, syntax_errors
 from .scoring import Run, fill_row, new_row
 
 DEFAULT_TIMEOUT = 120.0
 RESULTS_FILE = "grades.jsonl"
-FORKSERVER = Path(__file__).with_name("forkserver.py")   # run as a script, never imported here
+COURSE_ROOT = Path(__file__).resolve().parents[3]   # the folder that holds `helpers/`
+#: Seconds a new kernel has to answer before the submission counts as not run.
+STARTUP_TIMEOUT = 120
+
+# nbclient logs a timeout or a dead kernel as an error: the gradebook says it already.
+_QUIET = logging.getLogger(__name__ + ".nbclient")
+_QUIET.addHandler(logging.NullHandler())
+_QUIET.propagate = False
 
 
 class Stopped(Exception):
-    """Grading was stopped (Ctrl-C) before this submission's worker started."""
+    """Grading was stopped (Ctrl-C) before or while this submission ran."""
 
 
-class KernelServer:
-    """The run's kernel server (:mod:`.forkserver`): started, then waited for until it is ready.
+def kernel_env():
+    """The grading kernel's environment: this one, and the course's ``helpers`` importable."""
+    pythonpath = os.environ.get("PYTHONPATH")
+    return {
+        **os.environ,
+        # `helpers` importable in the kernel (and its subprocesses), wherever the submission sits.
+        "PYTHONPATH": str(COURSE_ROOT) + (os.pathsep + pythonpath if pythonpath else ""),
+        # Figures are built but never rendered to PNG: nobody looks at them here.
+        "MPLBACKEND": "agg",
+        "PYTHONWARNINGS": "ignore",
+    }
 
-    ``address`` is its Unix socket; ``close()`` kills it (the kernels it forked live on
-    in their own process groups, each until its worker kills it).
+
+class Kernels:
+    """The notebook clients running now, so that Ctrl-C can stop every kernel.
+
+    Each client registers itself from its own thread's event loop once its kernel is up
+    (:meth:`started`), and asks before each cell whether to go on (:meth:`go_on`).
+    :meth:`stop_all` refuses new cells, and kills the kernels already up, through
+    jupyter_client, in their own event loops. (A kernel that comes up meanwhile is
+    stopped at its first cell.)
     """
-
-    def __init__(self):
-        self.folder = tempfile.mkdtemp(prefix="grader-kernels-")
-        self.address = os.path.join(self.folder, "socket")
-        log = open(os.path.join(self.folder, "server.log"), "wb")
-        try:
-            self.process = subprocess.Popen(
-                [sys.executable, str(FORKSERVER), self.address],
-                cwd=self.folder, env={**os.environ, **worker.kernel_env(self.folder)},
-                stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=log,
-                start_new_session=True)   # its own process group (and off the terminal's Ctrl-C)
-        finally:
-            log.close()
-        if self.process.stdout.readline().strip() != b"ready":   # or it stopped
-            self.process.wait()
-            problem = self._last_log_line()
-            self.close()
-            raise RuntimeError(f"the grader's kernel server did not start: {problem}")
-
-    def _last_log_line(self):
-        lines = Path(self.folder, "server.log").read_text(errors="replace").strip().splitlines()
-        return lines[-1] if lines else f"exit status {self.process.poll()}"
-
-    def close(self):
-        _kill_group(self.process.pid)
-        self.process.wait()
-        self.process.stdout.close()
-        shutil.rmtree(self.folder, ignore_errors=True)
-
-
-class Worker:
-    """One submission's worker process, forked by the kernel server.
-
-    ``pid`` leads its process group. The server's connection stays open while the
-    worker lives: it closes when the worker exits (and the worker exits if it is
-    closed first, as when the grader is killed).
-    """
-
-    def __init__(self, server, workdir):
-        request = {"kind": "worker", "workdir": str(workdir), "cwd": str(worker.COURSE_ROOT),
-                   "env": {**os.environ, worker.FORKSERVER_ENV: server.address},
-                   "log": str(Path(workdir) / "worker.log")}
-        self.connection, self.pid = worker.fork(server.address, request)
-
-    def wait(self, timeout=None):
-        """Whether the worker has exited, waiting up to ``timeout`` seconds (None: until it has)."""
-        self.connection.settimeout(timeout)
-        try:
-            while self.connection.recv(1024):
-                pass
-        except (socket.timeout, BlockingIOError):   # still running (BlockingIOError: timeout 0)
-            return False
-        except OSError:   # the connection was closed here: the worker is on its way out
-            pass
-        return True
-
-    def close(self):
-        self.connection.close()
-
-
-class _Workers:
-    """The worker processes running now, so that Ctrl-C can kill them all; and their kernel server."""
 
     def __init__(self):
         self._lock = threading.Lock()
-        self._running = {}          # worker process -> its scratch folder
-        self._server = None         # started with the first worker
+        self._running = {}          # NotebookClient -> its thread's event loop
         self.stopping = False
 
-    def start(self, workdir):
+    def started(self, client):
         with self._lock:
-            if self.stopping:
-                raise Stopped()
-            if self._server is None:
-                self._server = KernelServer()
-            process = Worker(self._server, workdir)
-            self._running[process] = workdir
-            return process
+            self._running[client] = asyncio.get_running_loop()
 
-    def finished(self, process):
+    def finished(self, client):
         with self._lock:
-            self._running.pop(process, None)
-        process.close()
+            self._running.pop(client, None)
 
-    def kill_all(self):
+    def go_on(self):
+        if self.stopping:
+            raise Stopped()
+
+    def stop_all(self, seconds=10):
         with self._lock:
             self.stopping = True
             running = list(self._running.items())
-        for process, workdir in running:
-            kill(process, workdir)
-        self.close()
-
-    def close(self):
-        """Stop the kernel server (once every worker is done, or killed)."""
-        with self._lock:
-            server, self._server = self._server, None
-        if server is not None:
-            server.close()
-
-
-def _kill_group(pgid):
-    try:
-        os.killpg(pgid, signal.SIGKILL)
-    except (ProcessLookupError, PermissionError):
-        pass
-
-
-def kill(process, workdir):
-    """Kill a worker's process group and its kernel's (the kernel leads a group of its own).
-
-    (A kernel starting now, before its process id is written, exits with its worker.)
-    """
-    _kill_group(process.pid)
-    pid_file = Path(workdir) / worker.KERNEL_PID_FILE
-    try:
-        kernel_pid = int(pid_file.read_text())
-    except (OSError, ValueError):
-        return   # no kernel yet
-    _kill_group(kernel_pid)
-
-
-def run_worker(workdir, timeout, workers):
-    """Run the worker on ``workdir`` within ``timeout`` seconds; return a :class:`Run`."""
-    process = workers.start(workdir)
-    problem = None
-    try:
-        if not process.wait(timeout):
-            problem = "timeout"
-    finally:
-        if problem is not None or not process.wait(0):   # timed out, or Ctrl-C in the main thread
-            kill(process, workdir)
-            process.wait()
-        workers.finished(process)
-    run = _read_run(Path(workdir))
-    if problem is None:
-        status = _read_json(Path(workdir) / worker.STATUS_FILE)
-        if status is None:   # the worker itself failed: a bug of ours, or it was killed
-            log = (Path(workdir) / "worker.log").read_text(errors="replace").strip().splitlines()
-            problem = f"the grader's worker stopped ({log[-1] if log else 'no message'})"
-        else:
-            problem = status["problem"]
-    run.problem = problem
-    return run
-
-
-def _read_json(path):
-    try:
-        return json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, ValueError):
-        return None
-
-
-def _read_lines(path):
-    records = []
-    if path.exists():
-        for line in path.read_text(encoding="utf-8").splitlines():
+        futures = []
+        for client, loop in running:
             try:
-                records.append(json.loads(line))
-            except ValueError:
-                pass   # a line cut short by a kill
-    return records
+                futures.append(asyncio.run_coroutine_threadsafe(_kill(client), loop))
+            except RuntimeError:    # its loop is closed: that run is over
+                pass
+        wait(futures, timeout=seconds)
 
 
-def _read_run(workdir):
-    run = Run(records=_read_lines(workdir / RESULTS_FILE))
-    for event in _read_lines(workdir / worker.CELLS_FILE):
-        if "start" in event:
-            run.at = event["start"]
-        elif "error" in event:
-            run.errors[event["error"]] = event["message"]
+async def _kill(client):
+    """Kill a client's kernel now (its whole process group: jupyter_client's way)."""
+    manager = client.km
+    if manager is not None and manager.has_kernel:
+        await manager.signal_kernel(signal.SIGKILL)
+
+
+def execute(run_nb, workdir, timeout, kernels):
+    """Run ``run_nb`` in a fresh kernel in ``workdir`` within ``timeout`` seconds; a :class:`Run`.
+
+    Raises :class:`Stopped` when ``kernels`` is stopping (Ctrl-C).
+    """
+    from nbclient import NotebookClient
+    from nbclient.exceptions import CellTimeoutError, DeadKernelError
+
+    run = Run()
+    deadline = time.monotonic() + timeout
+
+    def at(cell, cell_index, **_):
+        kernels.go_on()
+        run.at = cell_index
+
+    def raised(cell, cell_index, execute_reply, **_):
+        content = execute_reply.get("content", {})
+        run.errors[cell_index] = f"{content.get('ename')}: {content.get('evalue')}"
+
+    client = NotebookClient(
+        run_nb, kernel_name="python3", allow_errors=True, shutdown_kernel="immediate",
+        timeout=timeout, timeout_func=lambda cell: max(deadline - time.monotonic(), 0.01),
+        startup_timeout=STARTUP_TIMEOUT, resources={"metadata": {"path": str(workdir)}},
+        on_notebook_start=lambda notebook: kernels.started(client),
+        on_cell_execute=at, on_cell_error=raised, log=_QUIET)
+    try:
+        # The kernel's own output (warnings at start, a crash's traceback) is not the gradebook's.
+        asyncio.run(client.async_execute(env=kernel_env(), stdout=subprocess.DEVNULL,
+                                         stderr=subprocess.DEVNULL))
+    except CellTimeoutError:
+        run.problem = "timeout"
+    except DeadKernelError:
+        run.problem = "died"
+    except Stopped:
+        raise
+    except Exception as exc:   # the kernel did not start, or the protocol failed
+        run.problem = f"{type(exc).__name__}: {exc}"
+    finally:
+        kernels.finished(client)
+    if kernels.stopping:
+        raise Stopped()
+    run.records = kernel.read_records(Path(workdir) / RESULTS_FILE)
     return run
 
 
@@ -235,14 +168,16 @@ def _read_submission(path):
         return nbformat().reads(Path(path).read_bytes().decode("utf-8"), as_version=4)
 
 
-def grade_one(path, timeout=DEFAULT_TIMEOUT, seed=0, label=None, run_all=False, workers=None):
+def grade_one(path, timeout=DEFAULT_TIMEOUT, seed=0, label=None, run_all=False, kernels=None):
     """Grade one submission; return its gradebook row (see :mod:`.scoring`).
 
     ``seed``: the grading run's seed (the hidden cases). ``run_all``: run every
     cell, not only up to the last exercise (then a crash or hang further down the
-    lesson is reported too; the grades are the same). ``workers``: the pool's
-    record of running workers (:func:`grade_many` passes its own).
+    lesson is reported too; the grades are the same). ``kernels``: the run's
+    :class:`Kernels` (:func:`grade_many` passes its own).
     """
+    kernels = Kernels() if kernels is None else kernels
+    kernels.go_on()
     path = Path(path)
     submission = label if label is not None else path
     try:
@@ -264,14 +199,7 @@ def grade_one(path, timeout=DEFAULT_TIMEOUT, seed=0, label=None, run_all=False, 
             run_all)
         run = Run()
         if run_nb.cells:   # nothing to run when no cell binds an exercise function
-            nbformat().write(run_nb, str(workdir / worker.RUN_NOTEBOOK))
-            own = workers is None
-            workers = _Workers() if own else workers
-            try:
-                run = run_worker(workdir, timeout, workers)
-            finally:
-                if own:
-                    workers.close()
+            run = execute(run_nb, workdir, timeout, kernels)
     finally:
         shutil.rmtree(workdir, ignore_errors=True)
     return fill_row(row, run, numbers, syntax_errors(nb), cells, timeout)
@@ -280,10 +208,9 @@ def grade_one(path, timeout=DEFAULT_TIMEOUT, seed=0, label=None, run_all=False, 
 def _as_completed(futures, poll=0.2):
     """``as_completed``, waking every ``poll`` seconds so that Ctrl-C is never missed.
 
-    The operating system may deliver Ctrl-C's SIGINT to a worker thread (one waiting
-    on its process); Python then raises KeyboardInterrupt in the main thread only when
-    that thread next runs. A main thread blocked with no time limit would wait for
-    the whole notebook first.
+    The operating system may deliver Ctrl-C's SIGINT to a worker thread; Python then
+    raises KeyboardInterrupt in the main thread only when that thread next runs. A main
+    thread blocked with no time limit would wait for the whole notebook first.
     """
     pending = set(futures)
     while pending:
@@ -295,14 +222,14 @@ def grade_many(submissions, timeout=DEFAULT_TIMEOUT, jobs=1, seed=0, progress=No
     """Grade ``submissions`` (notebook paths), ``jobs`` at a time; rows in the same order.
 
     ``progress(done, total, row, seconds)`` is called after each submission.
-    On Ctrl-C every running worker and kernel is killed, and KeyboardInterrupt raised.
+    On Ctrl-C every running kernel is killed, and KeyboardInterrupt raised.
     """
-    workers = _Workers()
+    kernels = Kernels()
 
     def one(path):
         start = time.perf_counter()
         try:
-            row = grade_one(path, timeout, seed, run_all=run_all, workers=workers)
+            row = grade_one(path, timeout, seed, run_all=run_all, kernels=kernels)
         except Stopped:
             raise
         except Exception as exc:   # a bug of ours must not cost the class its gradebook
@@ -319,9 +246,8 @@ def grade_many(submissions, timeout=DEFAULT_TIMEOUT, jobs=1, seed=0, progress=No
             if progress:
                 progress(done, len(submissions), row, seconds)
     except BaseException:
-        workers.kill_all()
+        kernels.stop_all()
         pool.shutdown(wait=True, cancel_futures=True)
         raise
     pool.shutdown(wait=True)
-    workers.close()
     return rows

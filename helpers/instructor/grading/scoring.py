@@ -3,7 +3,8 @@
 Points
 ------
 Every exercise is worth :data:`POINTS_PER_EXERCISE` points; a learner gets the
-fraction of hidden cases their function passes (rounded to 0.1). Not attempted
+fraction of hidden cases their function passes (rounded to 0.1); a case it does not
+finish within the checks' per-case time limit is failed, and only that case. Not attempted
 (the stub still raises ``NotImplementedError``), missing, never reached, or
 computed with the course's own answer to that exercise: 0. The feedback names
 the mistake the way the notebook's own checks do.
@@ -12,6 +13,9 @@ A row (one per submission, the JSON's list items)::
 
     {"submission", "lesson", "score", "max_score", "error", "seed",
      "exercises": {NAME: {"points", "max_points", "passed", "feedback"}}}
+
+The CSV (:func:`write_csv`) has the same rows, each exercise's points and feedback side
+by side.
 """
 
 import csv
@@ -69,9 +73,10 @@ def exercise_row(name, records, problem, syntax_error=None):
     finished = [r for r in mine if r.get("status") in ("graded", "crashed")]
     last = mine[-1] if mine else None
     if last is not None and last.get("status") == "evaluating":
-        what = {"timeout": "grading it ran past the time limit",
-                "died": "grading it made the kernel die"}.get(problem, "grading it did not finish")
-        row["feedback"] = f"{name}: {what} (an endless loop, os._exit, or too slow?)"
+        what = {"timeout": "grading it ran past the notebook's time limit (one step too long "
+                           "for the per-case limit to stop, such as a huge NumPy call?)",
+                "died": "grading it made the kernel die (os._exit, a crash, out of memory?)"}
+        row["feedback"] = f"{name}: {what.get(problem, 'grading it did not finish')}"
         return row
     if syntax_error and not finished:
         row["feedback"] = f"{name}: its cell has a syntax error ({syntax_error})"
@@ -99,6 +104,9 @@ def exercise_row(name, records, problem, syntax_error=None):
         row["passed"] = total > 0 and passed == total
         row["feedback"] = (f"{name} passed all {total} hidden checks" if row["passed"]
                            else _failure_feedback(name, result))
+    if result.get("replaced"):
+        row["feedback"] += (f" (It was stopped, so the rest of the notebook ran with the "
+                            f"course's {name}: the other exercises were graded as usual.)")
     return row
 
 
@@ -157,15 +165,30 @@ def write_json(rows, path):
     Path(path).write_text(json.dumps(rows, indent=2) + "\n", encoding="utf-8")
 
 
+#: The CSV column of an exercise's feedback, beside its points' column (``NAME``).
+FEEDBACK_COLUMN = "{name} feedback"
+
+
 def write_csv(rows, path):
+    """One line per submission: its points and feedback per exercise, the total, the error.
+
+    Columns: ``submission, lesson``, then for each exercise present (in course order)
+    ``NAME`` (points) and ``NAME feedback``, then ``score, max_score, error``. An
+    exercise of another lesson than the row's is left empty.
+    """
     columns = exercise_columns(rows)
+    header = ["submission", "lesson"]
+    for name in columns:
+        header += [name, FEEDBACK_COLUMN.format(name=name)]
     with open(path, "w", newline="", encoding="utf-8") as f:
         writer = csv.writer(f)
-        writer.writerow(["submission", "lesson", *columns, "score", "max_score", "error"])
+        writer.writerow(header + ["score", "max_score", "error"])
         for row in rows:
-            points = [row["exercises"][c]["points"] if c in row["exercises"] else ""
-                      for c in columns]
-            writer.writerow([row["submission"], row["lesson"] or "", *points,
+            cells = []
+            for name in columns:
+                graded = row["exercises"].get(name)
+                cells += [graded["points"], graded["feedback"]] if graded else ["", ""]
+            writer.writerow([row["submission"], row["lesson"] or "", *cells,
                              row["score"], row["max_score"], row["error"] or ""])
 
 

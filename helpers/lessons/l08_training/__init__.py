@@ -9,12 +9,10 @@ Entry points: ``train(task, *, num_heads=1, d_model=32, scale=True, steps=None, 
 ``evaluate(result, params=None)`` (:mod:`.training`).
 """
 
-from ... import run_cache
 from ...threads import on_one_thread
 from . import training
 from .training import evaluate, fit
 
-# tests only: computed once per test run (helpers/run_cache.py)
-train = run_cache.shared(on_one_thread(training.train))
+train = on_one_thread(training.train)
 
 __all__ = ["evaluate", "fit", "train"]

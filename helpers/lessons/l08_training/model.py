@@ -16,7 +16,7 @@ the backward pass lesson 07's ``multi_head_attention_backward`` (:mod:`helpers.r
 split in two so that a training step runs the forward pass once: the forward keeps what
 the backward needs (a cache), the backward starts from it.
 
-``forward``, ``loss_and_grads`` and ``measure`` take the embedding and the attention layer
+``forward``, ``loss_and_grads`` and ``accuracy_on`` take the embedding and the attention layer
 as arguments (``embed=``, ``attention=``), with lesson 08's as defaults, so that a later
 lesson can hand in its own. An attention layer is a pair of functions::
 
@@ -27,9 +27,64 @@ lesson can hand in its own. An attention layer is a pair of functions::
 import numpy as np
 
 from ... import reference
-from ...reference.backward import multi_head_attention_backward_from_cache, multi_head_attention_with_cache
-from ...reference.training import loss_gradient_from_probabilities
+from ...reference.multi_head import merge_heads, split_heads
 from .corpus import SENTENCE_LENGTH
+
+
+# ----------------------------------------------------------------- the training step's own twins
+# A training step runs the forward pass, then the backward pass on the same inputs, and its
+# loss has the readout's probabilities already. The three functions below reuse both: the
+# same numbers as lesson 04's multi_head_attention, lesson 07's multi_head_attention_backward
+# and lesson 08's loss_gradient (helpers.reference), bit for bit (tests check it), with no
+# work done twice.
+def multi_head_attention_with_cache(X, W_q, W_k, W_v, W_o, num_heads, mask=None):
+    """``reference.multi_head_attention``, keeping what its backward pass needs: ``(out, weights, cache)``.
+
+    ``cache`` goes to :func:`multi_head_attention_backward_from_cache`, which then does not
+    run the forward pass again.
+    """
+    Q, K, V = (split_heads(X @ W, num_heads) for W in (W_q, W_k, W_v))   # each (..., h, n, d_head)
+    heads, weights = reference.scaled_dot_product_attention(Q, K, V, mask)   # (..., h, n, d_head)
+    merged = merge_heads(heads)                                             # (..., n, d_model)
+    cache = {"X": X, "W_q": W_q, "W_k": W_k, "W_v": W_v, "W_o": W_o, "num_heads": num_heads,
+             "Q": Q, "K": K, "V": V, "weights": weights, "merged": merged}
+    return merged @ W_o, weights, cache
+
+
+def multi_head_attention_backward_from_cache(d_out, cache):
+    """``reference.multi_head_attention_backward``, from :func:`multi_head_attention_with_cache`'s cache."""
+    X, W_q, W_k, W_v, W_o = (cache[name] for name in ("X", "W_q", "W_k", "W_v", "W_o"))
+    if np.shape(d_out) != X.shape:
+        raise ValueError(f"multi_head_attention_backward_from_cache: d_out must have the shape of the "
+                         f"output, {tuple(X.shape)}; got {tuple(np.shape(d_out))}")
+    d_heads = split_heads(d_out @ W_o.T, cache["num_heads"])              # (..., h, n, d_head)
+    dQ, dK, dV = (merge_heads(d) for d in reference.attention_backward(
+        cache["Q"], cache["K"], cache["V"], cache["weights"], d_heads))     # each (..., n, d_model)
+
+    def summed(A, B):                                                       # sum over sentences of A.T @ B
+        return A.reshape(-1, A.shape[-1]).T @ B.reshape(-1, B.shape[-1])
+
+    return {"X": dQ @ W_q.T + dK @ W_k.T + dV @ W_v.T,                      # X fed all three projections
+            "W_q": summed(X, dQ), "W_k": summed(X, dK), "W_v": summed(X, dV),
+            "W_o": summed(cache["merged"], d_out)}
+
+
+def loss_gradient_from_probabilities(out, query, right, W_out, p):
+    """``reference.loss_gradient``, given the readout's probabilities ``p = softmax(h @ W_out)``, (B, V).
+
+    A training step has them already, from its loss: they are not computed twice. No input
+    checks, and ``p`` is overwritten (it becomes ``d_logits``).
+    """
+    B = len(out)
+    rows = np.arange(B)
+    h = out[rows, query]                                   # (B, d_model): each pronoun's output
+    d_logits = p                                           # (B, V): p ...
+    d_logits[rows, right] -= 1                             # ... - onehot(right)
+    d_logits /= B                                          # the loss is a mean over B sentences
+    d_out = np.zeros_like(out)                             # (B, n, d_model): 0 at every word ...
+    d_out[rows, query] = d_logits @ W_out.T                # ... but each sentence's pronoun
+    return d_out, (h.T @ d_logits).astype(out.dtype, copy=False)
+
 
 #: Lesson 08's attention layer: its forward function (which keeps a cache) and its backward function.
 MULTI_HEAD = (multi_head_attention_with_cache, multi_head_attention_backward_from_cache)
@@ -161,7 +216,7 @@ def loss_and_grads(params, batch, num_heads, scale=True, embed=embed, attention=
     return loss, grads
 
 
-def measure(params, split, num_heads, scale=True, embed=embed, attention=MULTI_HEAD):
+def accuracy_on(params, split, num_heads, scale=True, embed=embed, attention=MULTI_HEAD):
     """Accuracy and attention on ``split`` (the held-out sentences, in the lesson).
 
     Returns

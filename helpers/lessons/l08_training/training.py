@@ -9,7 +9,6 @@ import functools
 
 import numpy as np
 
-from ...reference.optimizer import adam_step_in_place
 from ...threads import blas_threads
 from . import corpus as corpus_module
 from . import model
@@ -32,7 +31,31 @@ DTYPES = ("float64", "float32")
 # them): running averages m of the gradient and v of its square (rates 0.9 and 0.999),
 # bias-corrected, then a step of ``lr * m_hat / (sqrt(v_hat) + 1e-8)``. It returns the new
 # ``(param, m, v)``; the loop uses its twin ``adam_step_in_place``, which writes them into
-# the arrays it is given (the same numbers). Below: the step size at each step, and the loop.
+# the arrays it is given (the same numbers). Below: that twin, the step size at each step, the loop.
+def adam_step_in_place(param, grad, m, v, t, lr, work, beta1=0.9, beta2=0.999, eps=1e-8):
+    """``reference.adam_step``, writing the new values into ``param``, ``m`` and ``v`` themselves.
+
+    The same operations in the same order, so the same numbers, bit for bit (a test checks
+    it), but no new array: ``work`` is two scratch arrays shaped like ``param``. For
+    :func:`fit`, which updates every entry of every parameter at once, a thousand times.
+    No input checks.
+    """
+    scaled_grad, squared = work
+    m *= beta1                                               # m = beta1 * m + (1 - beta1) * grad
+    m += np.multiply(1 - beta1, grad, out=scaled_grad)
+    v *= beta2                                               # v = beta2 * v + (1 - beta2) * grad ** 2
+    np.square(grad, out=squared)
+    squared *= 1 - beta2
+    v += squared
+    m_hat = np.divide(m, 1 - beta1 ** t, out=scaled_grad)    # bias corrections
+    v_hat = np.divide(v, 1 - beta2 ** t, out=squared)
+    np.sqrt(v_hat, out=v_hat)                                # param -= lr * m_hat / (sqrt(v_hat) + eps)
+    v_hat += eps
+    m_hat *= lr
+    m_hat /= v_hat
+    param -= m_hat
+
+
 def learning_rate(step, steps, d_model):
     """The step size at ``step`` (1 to ``steps``): it falls linearly from its start towards 0.
 
@@ -182,7 +205,7 @@ def train(task, *, num_heads=1, d_model=32, scale=True, steps=None, seed=0, dtyp
     params = model.init_params(len(data.vocab), d_model, len(relations), rng, dtype)
     losses = fit(params, lambda p, batch: model.loss_and_grads(p, batch, num_heads, scale),
                  lambda: sample_batch(data.train, rng), steps, d_model)
-    accuracy, attention = model.measure(params, data.test, num_heads, scale)
+    accuracy, attention = model.accuracy_on(params, data.test, num_heads, scale)
     return {"loss": losses, "accuracy": accuracy, "attention_to_targets": attention,
             "params": params, "corpus": data,
             "config": make_config(task, seed=seed, steps=steps, d_model=d_model, num_heads=num_heads,
@@ -193,4 +216,4 @@ def evaluate(result, params=None):
     """The held-out accuracy of a :func:`train` result (with ``params`` in place of its own, if given)."""
     config = result["config"]
     params = result["params"] if params is None else params
-    return model.measure(params, result["corpus"].test, config["num_heads"], config["scale"])[0]
+    return model.accuracy_on(params, result["corpus"].test, config["num_heads"], config["scale"])[0]

@@ -9,13 +9,11 @@ Entry points: ``train(task, *, position="learned", shifts=None, ...)``, ``evalua
 and ``train_two_back(position, ...)``.
 """
 
-from ... import run_cache
 from ...threads import on_one_thread
 from . import model, two_back
 from .model import evaluate, relation_accuracy
 
-# tests only: each computed once per test run (helpers/run_cache.py)
-train = run_cache.shared(on_one_thread(model.train))
-train_two_back = run_cache.shared(on_one_thread(two_back.train_two_back))
+train = on_one_thread(model.train)
+train_two_back = on_one_thread(two_back.train_two_back)
 
 __all__ = ["evaluate", "relation_accuracy", "train", "train_two_back"]

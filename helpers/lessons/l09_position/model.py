@@ -148,25 +148,25 @@ def loss_and_grads(params, batch, num_heads, scale=True, position="learned"):
     return l08.loss_and_grads(params, batch, num_heads, scale, embedding(position), attention(position))
 
 
-def measure(params, split, num_heads, scale=True, position="learned"):
-    """Lesson 08's ``measure``: held-out accuracy and attention to the targets, for ``position``."""
-    return l08.measure(params, split, num_heads, scale, embedding(position), attention(position))
+def accuracy_on(params, split, num_heads, scale=True, position="learned"):
+    """Lesson 08's ``accuracy_on``: held-out accuracy and attention to the targets, for ``position``."""
+    return l08.accuracy_on(params, split, num_heads, scale, embedding(position), attention(position))
 
 
 def pronoun_accuracy(params, split, num_heads, scale=True, position="learned"):
-    """The accuracy of :func:`measure` alone, from the pronoun's row only (:func:`pronoun_measure`)."""
-    return pronoun_measure(params, split, num_heads, scale, position)[0]
+    """:func:`accuracy_on`'s accuracy alone, from the pronoun's row only (:func:`pronoun_accuracy_on`)."""
+    return pronoun_accuracy_on(params, split, num_heads, scale, position)[0]
 
 
-def pronoun_measure(params, split, num_heads, scale=True, position="learned"):
-    """:func:`measure` -- accuracy and attention to the targets -- with attention at the pronoun only.
+def pronoun_accuracy_on(params, split, num_heads, scale=True, position="learned"):
+    """:func:`accuracy_on` -- accuracy and attention to the targets -- with attention at the pronoun only.
 
     The readout reads one row of the layer's output, the pronoun's, and a row of attention
     needs only its own query (and every key and value). So the scores, weights and outputs
     of the other n - 1 rows are left out: this is what scores the held-out and the shifted
     test sets. A one-row product may round differently from the full one in the last bit,
     which could change an answer only at a near-tie of two words: on trained models the
-    accuracy is :func:`measure`'s exactly (a test checks it).
+    accuracy is :func:`accuracy_on`'s exactly (a test checks it).
 
     Returns
     -------
@@ -310,7 +310,7 @@ def train(task, *, position="learned", shifts=None, num_heads=1, d_model=32, sca
     params = init_params(len(data.vocab), d_model, len(relations), rng, dtype, position, n)
     losses = l08_training.fit(params, lambda p, batch: loss_and_grads(p, batch, num_heads, scale, position),
                               lambda: l08_training.sample_batch(data.train, rng), steps, d_model)
-    accuracy, attention_to_targets = pronoun_measure(params, data.test, num_heads, scale, position)
+    accuracy, attention_to_targets = pronoun_accuracy_on(params, data.test, num_heads, scale, position)
     result = {"loss": losses, "accuracy": accuracy, "attention_to_targets": attention_to_targets,
               "params": params, "corpus": data,
               "config": l08_training.make_config(task, seed=seed, steps=steps, d_model=d_model,
@@ -374,5 +374,5 @@ def evaluate_split_halves(result, params=None):
         raise ValueError(f"evaluate_split_halves: the result was trained with position="
                          f"{config['position']!r}, not 'rope'")
     params = result["params"] if params is None else params
-    return l08.measure(params, result["corpus"].test, config["num_heads"], config["scale"], embed_words,
+    return l08.accuracy_on(params, result["corpus"].test, config["num_heads"], config["scale"], embed_words,
                        (rope_split_halves_attention, None))[0]

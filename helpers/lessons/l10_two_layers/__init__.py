@@ -12,14 +12,12 @@ Entry points: ``train(task, *, num_layers=1, ...)``, ``evaluate(result, params=N
 and ``train_runs(num_layers, seeds)`` (the induction model, five seeds at once).
 """
 
-from ... import run_cache
 from ...threads import on_one_thread
 from . import induction, model
 from .model import ablate, evaluate, patch
 
-# tests only: each computed once per test run (helpers/run_cache.py)
-train = run_cache.shared(on_one_thread(model.train))
-train_word_readout = run_cache.shared(on_one_thread(model.train_word_readout))
-train_runs = run_cache.shared(on_one_thread(induction.train_runs))   # the induction model, several seeds
+train = on_one_thread(model.train)
+train_word_readout = on_one_thread(model.train_word_readout)
+train_runs = on_one_thread(induction.train_runs)   # the induction model, several seeds
 
 __all__ = ["ablate", "evaluate", "patch", "train", "train_runs", "train_word_readout"]

@@ -18,6 +18,17 @@ from ..l09_position import model as l09
 from . import model
 
 
+def _corpus(result):
+    """The result's corpus, after the checks :func:`attention_maps` makes (a clear error for a
+    result that has no sentences, such as the induction model's)."""
+    if not result.get("config"):
+        raise ValueError("head_view: result must be a trained result of lessons 08-10 (it has no 'config')")
+    if result["config"].get("readout") == "next token":
+        raise ValueError("head_view: the induction model has no sentences to pick from; its maps are "
+                         "drawn by plots.induction_maps")
+    return result["corpus"]
+
+
 def attention_maps(result, tokens):
     """Every layer's attention weights on ``tokens`` (B, n): a list of (B, num_heads, n, n).
 
@@ -58,7 +69,7 @@ def rows_of(result, tokens, position):
 
 def attention_rows(result, index, position):
     """:func:`rows_of` for word ``position`` of held-out sentence ``index``."""
-    test = result["corpus"].test
+    test = _corpus(result).test
     if not 0 <= index < len(test):
         raise ValueError(f"head_view: index must be from 0 to {len(test) - 1}, got {index!r}")
     return rows_of(result, test.tokens[index], position)
@@ -77,7 +88,7 @@ def spread(split, step=40, shift=9):
 def draw_head_view(fig, result, index, position):
     """Draw :func:`attention_rows` for one sentence and word into the matplotlib figure ``fig``."""
     rows, labels = attention_rows(result, index, position)
-    test = result["corpus"].test
+    test = _corpus(result).test
     sentence = test.sentences[index]
     answer = test.targets[index, 0] if position == test.query[index] else None
     ax = fig.add_subplot()
@@ -95,7 +106,7 @@ def plot_sentence(result, sentence, word=None, figsize=(10.0, 2.6)):
     """
     import matplotlib.pyplot as plt
 
-    corpus = result["corpus"]
+    corpus = _corpus(result)
     tokens = corpus.encode(sentence)
     n = corpus.test.tokens.shape[1]
     if len(tokens) != n:
@@ -131,7 +142,7 @@ def head_view_explorer(result, sentences=None, figsize=(10.0, 3.2)):
     """
     import ipywidgets
 
-    test = result["corpus"].test
+    test = _corpus(result).test
     sentences = list(range(min(20, len(test)))) if sentences is None else [int(i) for i in sentences]
     first = sentences[0]
 
@@ -174,7 +185,7 @@ def layer_maps(result, index, title=""):
 
     from ... import plots
 
-    test = result["corpus"].test
+    test = _corpus(result).test
     words = test.sentences[index].split()
     weights = attention_maps(result, test.tokens[index:index + 1])   # list of (1, h, n, n)
     num_heads = weights[0].shape[1]
@@ -193,7 +204,7 @@ def plot(result, index, position=None, figsize=(10.0, 2.6)):
     import matplotlib.pyplot as plt
 
     if position is None:
-        position = int(result["corpus"].test.query[index])
+        position = int(_corpus(result).test.query[index])
     rows = len(attention_rows(result, index, position)[0])
     fig = plt.figure(figsize=(figsize[0], figsize[1] + 0.4 * rows))
     draw_head_view(fig, result, index, int(position))

@@ -211,7 +211,7 @@ def task_mask(task, n):
     return reference.causal_mask(n) if TASKS[task][1] else None
 
 
-def measure(params, split, num_heads, scale=True, mask=None, keep=None):
+def accuracy_on(params, split, num_heads, scale=True, mask=None, keep=None):
     """Accuracy (the pointer's largest weight is on the right position) and attention.
 
     Returns
@@ -272,7 +272,7 @@ def ablate(result, layer, at):
     else:
         keep[:] = 0
     mask = task_mask(config["task"], test.tokens.shape[1])
-    return measure(result["params"], test, config["num_heads"], config["scale"], mask,
+    return accuracy_on(result["params"], test, config["num_heads"], config["scale"], mask,
                    keep={layer: keep})[0]
 
 
@@ -422,7 +422,7 @@ def train(task, *, num_layers=1, num_heads=1, d_model=32, scale=True, steps=None
     params = init_params(len(data.vocab), n, d_model, num_layers, rng, dtype)
     losses = l08_training.fit(params, lambda p, batch: loss_and_grads(p, batch, num_heads, scale, mask),
                               lambda: l08_training.sample_batch(data.train, rng), steps, d_model)
-    accuracy, attention = measure(params, data.test, num_heads, scale, mask)
+    accuracy, attention = accuracy_on(params, data.test, num_heads, scale, mask)
     config = l08_training.make_config(task, seed=seed, steps=steps, d_model=d_model, num_heads=num_heads,
                                       scale=scale, dtype=dtype, num_layers=num_layers, readout="pointer")
     return {"loss": losses, "accuracy": accuracy, "attention_to_targets": attention,
@@ -436,7 +436,7 @@ def evaluate(result, params=None):
     config, test = result["config"], result["corpus"].test
     params = result["params"] if params is None else params
     mask = task_mask(config["task"], test.tokens.shape[1])
-    return measure(params, test, config["num_heads"], config["scale"], mask)[0]
+    return accuracy_on(params, test, config["num_heads"], config["scale"], mask)[0]
 
 
 # ------------------------------------------------- lesson 08's model on lesson 10's corpus
@@ -458,7 +458,7 @@ def train_word_readout(task="adjective", *, steps=1000, seed=0, d_model=32):
     params = l08.init_params(len(data.vocab), d_model, 1, rng)
     losses = l08_training.fit(params, lambda p, batch: l08.loss_and_grads(p, batch, 1),
                               lambda: l08_training.sample_batch(data.train, rng), steps, d_model)
-    accuracy, _ = l08.measure(params, data.test, 1)
+    accuracy, _ = l08.accuracy_on(params, data.test, 1)
     _, _, weights = l08.forward(params, data.test.tokens, 1)
     config = l08_training.make_config(task, seed=seed, steps=steps, d_model=d_model, num_heads=1,
                                       scale=True, dtype="float64")

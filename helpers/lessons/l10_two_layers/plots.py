@@ -3,7 +3,7 @@
 import matplotlib.pyplot as plt
 import numpy as np
 
-from ...plots import GREEN, LINES, VERMILLION, heatmap
+from ...plots import GREEN, LINES, heatmap
 from ..l08_training.plots import loss_curves
 
 __all__ = ["by_position", "circuit_matrices", "induction_losses", "induction_maps", "loss_curves",
@@ -80,27 +80,32 @@ def induction_maps(run, tokens, first, second, query, *, letters=None):
         image = heatmap(w[0, 0], words, words, ax=ax, vmin=0, vmax=1, annotate=False, colorbar=False,
                         title=title, xlabel="key position j (its token)", ylabel="query position i")
         _colorbar(ax, image, "attention weight")
-        ax.add_patch(plt.Rectangle((col - 0.5, row - 0.5), 1, 1, fill=False, lw=2.5,
-                                   edgecolor=VERMILLION, label=label))
+        # the answer's cell: dashed white, as the head view frames an answer, over black so
+        # that it shows on every colour of the map
+        ax.add_patch(plt.Rectangle((col - 0.5, row - 0.5), 1, 1, fill=False, lw=3.5, edgecolor="black"))
+        ax.add_patch(plt.Rectangle((col - 0.5, row - 0.5), 1, 1, fill=False, lw=2, linestyle="--",
+                                   edgecolor="white", label=label))
         for start in (first, second):                              # the segment's two copies
             ax.axvspan(start - 0.5, start + induction.SEGMENT - 0.5, ymin=0.98, ymax=1.0,
                        color=GREEN)
         ax.set_xticks(range(len(words)), labels=[f"{w}\n{j}" for j, w in enumerate(words)], fontsize=8)
         ax.set_yticks(range(len(words)), labels=[f"{j} {w}" for j, w in enumerate(words)], fontsize=8)
-        ax.legend(loc="upper center", bbox_to_anchor=(0.5, -0.2), fontsize=8, framealpha=0.9)
+        ax.legend(loc="upper center", bbox_to_anchor=(0.5, -0.2), fontsize=8, facecolor="0.8")
     fig.suptitle(f"A held-out sequence; the segment (green bars) repeats. Query: position {query} "
                  f"(\"{words[query]}\"); the answer is at {source} (\"{words[source]}\")")
     fig.tight_layout()
     return fig
 
 
-def induction_losses(runs_by_depth, *, window=50, title=""):
+def induction_losses(runs_by_depth, *, window=50, title="", chance=None):
     """Next-token loss curves, one colour per seed, one line style per depth.
 
     Parameters
     ----------
     runs_by_depth : dict of label -> list of results of :func:`.induction.train_runs`
         e.g. ``{"two layers": two_ind, "one layer": one_ind}``; the same seeds in each.
+    chance : float, optional
+        The loss of a uniform guess (ln vocab), drawn as a grey dotted line.
 
     Returns
     -------
@@ -113,6 +118,8 @@ def induction_losses(runs_by_depth, *, window=50, title=""):
             steps, averages = smooth(run["loss"], window)
             ax.plot(steps, averages, style, color=color, linewidth=1.6,
                     label=f"{label}, seed {run['config']['seed']}")
+    if chance is not None:
+        ax.axhline(chance, color="0.5", linestyle=":", linewidth=1.5, label=f"a uniform guess ({chance:.2f})")
     ax.set_xlabel("training step")
     ax.set_ylabel(f"next-token loss (mean of {window} steps)")
     ax.set_title(title)
@@ -170,7 +177,7 @@ def circuit_matrices(run, *, letters=None):
     panels = [("OV", "OV circuit  $W_E W_v W_o W_U$ (layer 2)", "token attended to", "logit raised",
                "effect on the logit"),
               ("QK", "QK circuit, K-composition (layer 2 on layer 1's OV)", "query token",
-               "previous token of the key", "score")]
+               "previous token of the key", "q·k (not divided by √d_k)")]
     for ax, (name, title, rows, cols, label) in zip(axes, panels):
         image = heatmap(found[name], letters, letters, ax=ax, annotate=False, colorbar=False,
                         title=title, xlabel=cols, ylabel=rows)

@@ -1,6 +1,7 @@
 """Lesson 11's slider and figure: the kv-heads slider, and how far stacked windows reach.
 
-The slider follows lesson 04's head-count slider (:func:`helpers.widgets.head_count_explorer`):
+The slider follows lesson 04's head-count slider
+(:func:`helpers.lessons.l04_multi_head.figures.head_count_explorer`):
 the ipywidgets API common to 7.7 and 8, one figure redrawn per step, headless-safe.
 """
 
@@ -14,6 +15,10 @@ from ...plots import BLACK, BLUE, GREEN, ORANGE, PURPLE, SKY_BLUE, VERMILLION, Y
 #: The frame of a query head is its key/value head's colour: orange, sky blue, green, blue,
 #: vermillion, purple, black, yellow (Okabe-Ito; yellow last, it is faint on white).
 GROUP_COLOURS = [ORANGE, SKY_BLUE, GREEN, BLUE, VERMILLION, PURPLE, BLACK, YELLOW]
+
+#: The right edge of the tiles' axes, as a fraction of the figure's width: room to its right
+#: for the colour bar and its label (see :func:`_colourbar_beside_tiles`).
+TILES_RIGHT = 0.88
 
 
 def kv_heads_slider(num_heads, value=None, description="kv heads"):
@@ -42,8 +47,8 @@ def kv_heads_explorer(grouped_query_attention, X, W_q, W_k, W_v, W_o, tokens, nu
     heads each group's heads are averaged (:func:`helpers.reference.mean_pool_kv_heads`),
     and each step calls ``grouped_query_attention(X, W_q, W_k_g, W_v_g, W_o, h, g,
     mask=causal_mask(n))`` (the learner's own, once written). Each query head's tile is
-    framed in the colour of the key/value head it reads (beyond 8 kv heads, see
-    :func:`frame_groups`).
+    labelled "kv j" with the key/value head it reads, and framed in that head's colour
+    (beyond 8 kv heads, see :func:`frame_groups`).
     The head-count slider offers the divisors of d_model; the kv-heads slider the divisors
     of the current head count (moving the head count keeps the kv heads if they still divide
     it, else the largest divisor below). The title gives the cache size per token and for
@@ -78,18 +83,22 @@ def kv_heads_explorer(grouped_query_attention, X, W_q, W_k, W_v, W_o, tokens, nu
         fig.set_size_inches(figsize[0], _figure_height(h, len(X), figsize))
         height = fig.get_figheight()
         below = 0.96 if h <= 8 else 0.5                      # room for the token labels (up to 8 heads)
-        fig.subplots_adjust(left=0.13, right=0.95, bottom=below / height, top=1 - 0.96 / height)
+        fig.subplots_adjust(left=0.13, right=TILES_RIGHT, bottom=below / height, top=1 - 0.96 / height)
         ax = fig.add_subplot()
         plots.head_maps(weights, tokens, ax=ax)
         frame_groups(ax, h, g, len(X))
+        if h > 8:                      # tiles too small for token labels: name the order instead
+            ax.set_xlabel("key token j (each tile: one head's map; rows and columns in the "
+                          "sentence's order:\n" + " ".join(map(str, tokens)) + ")", labelpad=6)
+        _colourbar_beside_tiles(ax)
         per_token = cache_numbers_per_token(g, d_head)
         share = "multi-head" if g == h else f"1/{h // g} of multi-head"
-        if g <= len(GROUP_COLOURS):
-            frames = "frame colour = the kv head a query head reads"
-        elif g == h:
+        if g == h:
             frames = "each query head reads its own kv head"
+        elif g <= len(GROUP_COLOURS):
+            frames = "frame colour and 'kv j' = the kv head a query head reads"
         else:
-            frames = "frames alternate colour from one group to the next"
+            frames = "'kv j' = the kv head a query head reads"
         fig.suptitle(f"{h} query head{'s' if h > 1 else ''}, {g} key/value head{'s' if g > 1 else ''} "
                      f"(groups of {h // g}; {frames})\n"
                      f"KV cache: 2 × {g} × {d_head} = {per_token} numbers per token, "
@@ -139,11 +148,35 @@ def _figure_height(num_heads, n, figsize):
     return min(figsize[1], tiles + 1.8 + (0.5 if num_heads <= 8 else 0.0))
 
 
-def frame_groups(ax, num_heads, num_kv_heads, n):
-    """Frame each tile of :func:`helpers.plots.head_maps` in its key/value head's colour.
+def _colourbar_beside_tiles(ax):
+    """Move the colour bar :func:`helpers.plots.head_maps` added next to the tiles themselves.
 
-    Up to 8 key/value heads each has its own colour; beyond that the frames alternate between
-    two colours from one group to the next, and with one query head per kv head there are none.
+    The tiles keep their aspect, so a mosaic taller than wide (32 or 64 heads) fills only the
+    middle of its axes: the bar, placed at the axes' edge, would stand apart from the tiles
+    with its label cut off at the figure's edge.
+    """
+    fig = ax.figure
+    bars = [other for other in fig.axes if other is not ax]
+    if not bars:
+        return
+    ax.apply_aspect()                                   # the axes box shrunk to the tiles
+    box = ax.get_position()
+    bars[-1].set_position([box.x1 + 0.015, box.y0, 0.02, box.height])
+
+
+def group_label_size(num_heads):
+    """Font size of the 'kv j' label in each tile: smaller with more, smaller tiles."""
+    return 8 if num_heads <= 8 else 7 if num_heads <= 16 else 5.5
+
+
+def frame_groups(ax, num_heads, num_kv_heads, n):
+    """Mark the key/value head each tile of :func:`helpers.plots.head_maps` reads.
+
+    Each tile gets a label "kv j" in its upper right corner, where a causal map is all
+    zeros (white on the colour map's dark end). Up to 8 key/value heads each has its own
+    frame colour as well; beyond that the frames alternate between two colours from one
+    group to the next, and the labels tell groups apart where the two colours repeat. With
+    one query head per kv head there are no labels (and beyond 8 heads no frames).
     """
     from matplotlib.patches import Rectangle
 
@@ -161,6 +194,9 @@ def frame_groups(ax, num_heads, num_kv_heads, n):
         colour = palette[(k // group) % len(palette)]
         ax.add_patch(Rectangle((c * (n + 1) - 0.5, r * (n + row_gap) - 0.5), n, n, fill=False,
                                linewidth=width, edgecolor=colour))
+        if group > 1:
+            ax.text(c * (n + 1) + n - 1.2, r * (n + row_gap) - 0.2, f"kv {k // group}", ha="right",
+                    va="top", color="white", fontsize=group_label_size(num_heads))
 
 
 def receptive_fields(sliding_window_mask, n, window, num_layers):

@@ -4,12 +4,13 @@ import pytest
 from matplotlib.figure import Figure
 
 from helpers import widgets
+from helpers.lessons.l02_scaled_scores import figures as lesson02
 
 PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
 
 
 def test_dk_slider_offers_powers_of_two_from_1_to_512():
-    slider = widgets.dk_slider()
+    slider = lesson02.dk_slider()
     assert list(slider.options) == [1, 2, 4, 8, 16, 32, 64, 128, 256, 512]
     assert slider.value == 64
 
@@ -17,7 +18,7 @@ def test_dk_slider_offers_powers_of_two_from_1_to_512():
 @pytest.mark.parametrize("value", [3, 0, 1024])
 def test_dk_slider_rejects_a_value_that_is_not_offered(value):
     with pytest.raises(ValueError, match=f"value={value}"):
-        widgets.dk_slider(value=value)
+        lesson02.dk_slider(value=value)
 
 
 def _figure():
@@ -30,7 +31,7 @@ def _figure():
 def test_live_figure_draws_at_once_with_the_sliders_values():
     fig, line = _figure()
     calls = []
-    box, _ = widgets.live_figure(fig, lambda d_k: calls.append(d_k), d_k=widgets.dk_slider(value=8))
+    box, _ = widgets.live_figure(fig, lambda d_k: calls.append(d_k), d_k=lesson02.dk_slider(value=8))
     assert calls == [8]
     image = box.children[-1]
     assert bytes(image.value).startswith(PNG_MAGIC)
@@ -38,7 +39,7 @@ def test_live_figure_draws_at_once_with_the_sliders_values():
 
 def test_moving_a_slider_updates_the_figure_and_the_picture():
     fig, line = _figure()
-    slider = widgets.dk_slider(value=1)
+    slider = lesson02.dk_slider(value=1)
     box, _ = widgets.live_figure(fig, lambda d_k: line.set_ydata([0, d_k]), d_k=slider)
     before = bytes(box.children[-1].value)
     slider.value = 512
@@ -88,9 +89,9 @@ def test_blitted_picture_equals_a_full_redraw(d_k):
         return fig, ax, line, update
 
     fig, _, _, update = make()
-    _, full = widgets.live_figure(fig, update, d_k=widgets.dk_slider(value=8))
+    _, full = widgets.live_figure(fig, update, d_k=lesson02.dk_slider(value=8))
     fig, ax, line, update = make()
-    _, blit = widgets.live_figure(fig, update, animated=[line, ax.title], d_k=widgets.dk_slider(value=8))
+    _, blit = widgets.live_figure(fig, update, animated=[line, ax.title], d_k=lesson02.dk_slider(value=8))
     a, b = _pixels(full(d_k=d_k)), _pixels(blit(d_k=d_k))
     assert a.shape == b.shape
     assert (abs(a - b) > 8).mean() < 0.002   # the same picture, but for a few anti-aliased pixels
@@ -101,7 +102,7 @@ def test_blitting_does_not_leave_the_previous_step_behind():
     ax = fig.subplots()
     ax.set_ylim(0, 600)
     (line,) = ax.plot([0, 1], [0, 0])
-    slider = widgets.dk_slider(value=512)
+    slider = lesson02.dk_slider(value=512)
     _, redraw = widgets.live_figure(fig, lambda d_k: line.set_ydata([d_k, d_k]), animated=[line],
                                     d_k=slider)
     high_then_low = _pixels(redraw(d_k=1))
@@ -110,5 +111,5 @@ def test_blitting_does_not_leave_the_previous_step_behind():
     fresh_ax.set_ylim(0, 600)
     (fresh_line,) = fresh_ax.plot([0, 1], [0, 0])
     _, fresh = widgets.live_figure(fresh_fig, lambda d_k: fresh_line.set_ydata([d_k, d_k]),
-                                   animated=[fresh_line], d_k=widgets.dk_slider(value=1))
+                                   animated=[fresh_line], d_k=lesson02.dk_slider(value=1))
     assert (abs(high_then_low - _pixels(fresh(d_k=1))) > 8).mean() < 0.002

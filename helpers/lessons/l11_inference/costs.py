@@ -25,6 +25,9 @@ LAST_ROW = "no cache, last row only"
 ALL_ROWS = "no cache, every row"
 WAYS = (WITH_CACHE, LAST_ROW, ALL_ROWS)
 
+#: The sliding-window figure's two ways (band by band, whole grid): colours the three ways above do not use.
+WINDOW_COLOURS = COLOURS[len(WAYS):len(WAYS) + 2]
+
 
 def random_weights(d_model, num_heads, num_kv_heads=None, seed=0):
     """Random ``W_q, W_k, W_v, W_o`` for ``num_kv_heads`` key/value heads (entries ~ N(0, 1/d_model))."""
@@ -262,7 +265,9 @@ def plot_window_costs(sizes, times, peaks, window):
     """Two log-log panels, time and memory against n, with fitted exponents; returns the figure."""
     import matplotlib.pyplot as plt
 
-    colours = dict(zip(times, COLOURS))
+    # colours of their own: the first three are the time-per-token figures' ways (cache, last
+    # row only, every row), and one colour keeps one meaning within the lesson
+    colours = dict(zip(times, WINDOW_COLOURS))
     k_time = {name: reference.fit_power_law(sizes, t) for name, t in times.items()}
     k_mem = {name: reference.fit_power_law(sizes, p) for name, p in peaks.items()}
     fig, (ax_time, ax_mem) = plt.subplots(1, 2, figsize=(12, 4.6), layout="tight")

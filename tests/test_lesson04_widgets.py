@@ -5,6 +5,7 @@ import numpy as np
 import pytest
 
 from helpers import plots, widgets
+from helpers.lessons.l04_multi_head import figures as lesson04
 
 
 # ------------------------------------------------------------ head_count_slider
@@ -181,7 +182,7 @@ def _uniform_mha(calls):
 
 def _explorer(calls, value=4):
     X, W = np.ones((3, 8)), np.eye(8)
-    return widgets.head_count_explorer(_uniform_mha(calls), X, W, W, W, W, ["a", "b", "c"],
+    return lesson04.head_count_explorer(_uniform_mha(calls), X, W, W, W, W, ["a", "b", "c"],
                                        value=value)
 
 

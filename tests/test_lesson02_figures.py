@@ -1,0 +1,111 @@
+"""Lesson 02's figures and slider: measurements against d_k, the saturation panels, the d_k explorer.
+
+Expected numbers are worked out here (a softmax written out), not taken from the code under test.
+"""
+
+
+import matplotlib
+import matplotlib.pyplot as plt
+import numpy as np
+import pytest
+
+from helpers import data, reference
+from helpers.lessons.l02_scaled_scores import figures as lesson02
+
+matplotlib.use("Agg")
+
+
+def test_against_dk_draws_the_prediction_and_each_measurement_on_log_axes():
+    ax = lesson02.against_dk([1, 4, 16], {"a": [1, 4, 16], "b": [1, 1, 1]}, title="t", ylabel="v",
+                            prediction=("Var = d_k", [1, 4, 16]))
+    assert [line.get_label() for line in ax.get_lines()] == ["Var = d_k", "a", "b"]
+    assert ax.get_xscale() == ax.get_yscale() == "log"
+    assert ax.get_title() == "t" and ax.get_ylabel() == "v" and "d_k" in ax.get_xlabel()
+    plt.close(ax.figure)
+
+
+def _saturation_panel(**changes):
+    _, ax = plt.subplots()
+    kwargs = dict(dks=np.array([1, 2, 4, 8]),
+                  measured={"raw": [0.2, 0.4, 0.7, 0.9], "scaled": [0.2, 0.25, 0.2, 0.22]},
+                  one_hot=1, uniform=0.1, title="T", ylabel="largest weight")
+    kwargs.update(changes)
+    lesson02.saturation_panel(ax, **kwargs)
+    return ax
+
+
+def test_saturation_panel_plots_raw_and_scaled_against_d_k_as_given():
+    lines = _saturation_panel().get_lines()
+    assert [line.get_label() for line in lines[:2]] == ["no scaling", "divided by √d_k"]
+    np.testing.assert_array_equal(lines[0].get_xdata(), [1, 2, 4, 8])
+    np.testing.assert_array_equal(lines[0].get_ydata(), [0.2, 0.4, 0.7, 0.9])
+    np.testing.assert_array_equal(lines[1].get_ydata(), [0.2, 0.25, 0.2, 0.22])
+
+
+def test_saturation_panel_draws_one_hot_and_uniform_levels_as_horizontal_lines():
+    levels = {line.get_label(): set(line.get_ydata()) for line in _saturation_panel().get_lines()[2:]}
+    assert levels == {"one-hot (1)": {1}, "uniform (0.1)": {0.1}}
+
+
+def test_saturation_panel_titles_labels_and_puts_d_k_on_a_log_axis():
+    ax = _saturation_panel()
+    assert (ax.get_title(), ax.get_xlabel(), ax.get_ylabel()) == ("T", "d_k", "largest weight")
+    assert (ax.get_xscale(), ax.get_yscale()) == ("log", "linear")
+    assert ax.get_legend() is not None
+
+
+def test_saturation_panel_rejects_a_curve_of_the_wrong_length():
+    with pytest.raises(ValueError, match=r"measured\['scaled'\] has shape \(3,\), dks has shape \(4,\)"):
+        _saturation_panel(measured={"raw": [1, 2, 3, 4], "scaled": [1, 2, 3]})
+
+
+WORDS = data.tokens(data.IT_SENTENCE)
+
+
+def test_dk_figure_at_d_k_1_scaled_and_raw_agree():
+    _, update, animated = lesson02.dk_figure(WORDS, reference.softmax)
+    update(1)
+    n = len(WORDS)
+    raw, scaled = animated[3:3 + n], animated[3 + n:3 + 2 * n]
+    assert [b.get_height() for b in raw] == pytest.approx([b.get_height() for b in scaled])
+
+
+@pytest.mark.parametrize("d_k", [1, 64, 512])
+def test_dk_figure_bars_are_softmax_rows(d_k):
+    _, update, animated = lesson02.dk_figure(WORDS, reference.softmax)
+    update(d_k)
+    n = len(WORDS)
+    for bars in (animated[3:3 + n], animated[3 + n:3 + 2 * n]):
+        heights = np.array([b.get_height() for b in bars])
+        assert heights.min() >= 0 and heights.sum() == pytest.approx(1.0)
+
+
+def test_dk_figure_raw_weights_sharpen_as_d_k_grows():
+    _, update, animated = lesson02.dk_figure(WORDS, reference.softmax)
+    n = len(WORDS)
+    largest = []
+    for d_k in (1, 512):
+        update(d_k)
+        largest.append(max(b.get_height() for b in animated[3:3 + n]))
+    assert largest[1] > largest[0]
+
+
+def test_dk_figure_uses_the_softmax_it_is_given():
+    calls = []
+
+    def counting_softmax(x, axis=-1):
+        calls.append(np.shape(x))
+        return reference.softmax(x, axis)
+
+    _, update, _ = lesson02.dk_figure(WORDS, counting_softmax)
+    update(8)
+    assert calls == [(len(WORDS),), (len(WORDS),)]
+
+
+def test_dk_explorer_is_a_slider_over_powers_of_two_and_a_picture():
+    box = lesson02.dk_explorer(WORDS, reference.softmax, value=8)
+    slider, image = box.children
+    assert list(slider.options) == [1, 2, 4, 8, 16, 32, 64, 128, 256, 512] and slider.value == 8
+    before = bytes(image.value)
+    slider.value = 512
+    assert bytes(image.value) != before
