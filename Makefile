@@ -1,5 +1,6 @@
 # Self-Attention & Multi-Head -- the course's commands.
-#   make lab          create .venv if missing, install, open JupyterLab on the course
+#   make lab          create .venv if missing, install, open JupyterLab on my-notebooks/ (your copy
+#                     of the lessons, made on first use; nothing of ours overwrites it)
 #   make test         create or update .venv, run the tests (on every core: pytest-xdist): unit tests,
 #                     every lesson twice (solution with nbval, student as released), the grader
 #   make test-fast    the same without the grading module (`slow`)
@@ -7,6 +8,7 @@
 #                     its rows of tests/test_checks_versions.py
 #   make lint         ruff: the pycodestyle and pyflakes rules of pyproject.toml, on every .py file
 #   make student      refresh the Colab badge + setup cell of solutions/, regenerate notebooks/
+#                     (a notebook with edits it did not write is left alone, named: exit 1)
 #   make bench        print timings and memory figures (a benchmark, never a test)
 #   make train-gpt    train lesson 12's GPT from its seed, write its checkpoint (873 s on a busy 2-core machine)
 #   make release DIR=folder [REPOSITORY=https://github.com/you/course]
@@ -49,9 +51,20 @@ $(TESTED): $(STAMP)
 	$(PY) -m pip install --quiet -e ".[test]"
 	@touch $(TESTED)
 
+# A learner works in my-notebooks/: a git-ignored copy of notebooks/, made on first use. Each
+# `make lab` copies in a lesson it does not have yet (a new one after `git pull`) and never
+# overwrites one that is there, so `git pull` and `make student` (which change notebooks/ only)
+# never touch a learner's answers.
 # As root (a container, a cloud VM) JupyterLab refuses to start without --allow-root.
+# LAB_ARGS: more options for jupyter lab (--no-browser, a port; tests/test_learner_work.py).
+WORK := my-notebooks
 lab: $(STAMP)
-	$(VENV)/bin/jupyter lab notebooks/$(if $(filter 0,$(shell id -u 2>/dev/null)), --allow-root)
+	@mkdir -p $(WORK)
+	@for lesson in notebooks/*.ipynb; do \
+		test -e "$(WORK)/$${lesson##*/}" || { cp "$$lesson" "$(WORK)/" && echo "copied $$lesson into $(WORK)/"; }; \
+	done
+	@echo "Your lessons are in $(WORK)/: yours to edit; git pull and make student never change them."
+	$(VENV)/bin/jupyter lab $(WORK)/$(if $(filter 0,$(shell id -u 2>/dev/null)), --allow-root) $(LAB_ARGS)
 
 # Bytecode for helpers/ first: a hundred kernels import it during a run, and where
 # PYTHONDONTWRITEBYTECODE is set (as on CI) each would compile it again.

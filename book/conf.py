@@ -39,10 +39,15 @@ html_title = project
 html_favicon = "static/favicon.svg"
 html_static_path = ["static"]
 html_css_files = ["course.css"]
+# Figures that enlarge on a tap, search snippets without TeX or buttons, the sliders' range inputs.
+html_js_files = ["course.js"]
 # MathJax from the site itself when helpers/instructor/book.py copied it (no CDN needed).
 if os.environ.get("COURSE_BOOK_MATHJAX"):
     html_static_path.append(os.environ["COURSE_BOOK_MATHJAX"])
     mathjax_path = "mathjax/tex-chtml.js"
+# The sliders' frames, rendered while the lessons ran (helpers/instructor/book.py, show_slider_frames).
+if os.environ.get("COURSE_BOOK_FRAMES"):
+    html_static_path.append(os.environ["COURSE_BOOK_FRAMES"])
 templates_path = ["templates"]        # layout.html: the landing page's title said the name twice
 html_theme_options = {
     "repository_url": course.REPOSITORY,

@@ -1,4 +1,10 @@
-"""A Sphinx extension for the course's website: a slider becomes its figure and a note.
+"""A Sphinx extension for the course's website: a widget's output leaves the page.
+
+A slider that ``helpers/instructor/book.py`` rendered as frames (``show_slider_frames``, run in
+the lesson's kernel right after the slider's cell) moves on the page already: a plain range
+input over images drawn at build time, by the slider's own code (``book/static/course.js``
+flips them). Its widget output is dropped. Any other widget becomes its figure and a note, as
+below.
 
 On a static page a slider cannot redraw anything (there is no kernel). MyST-NB would
 fetch the widgets' JavaScript from a CDN and draw a slider that moves without effect.
@@ -15,6 +21,7 @@ The widgets' state is read from MyST-NB's per-page metadata, and dropped from th
 import base64
 import html
 import json
+import re
 
 from docutils import nodes
 
@@ -92,16 +99,30 @@ def _note(docname, sliders):
     return note
 
 
+def _moving(doctree):
+    """The widget models that the page shows as a moving slider already (``helpers.instructor.book``'s
+    ``show_slider_frames``: a range input over frames rendered at build time)."""
+    found = set()
+    for node in doctree.findall(nodes.raw):
+        found.update(re.findall(r'class="course-slider" data-model="([^"]+)"', node.astext()))
+    return found
+
+
 def replace_widgets(app, doctree):
-    """``doctree-read``: each widget output becomes its figures and a note."""
+    """``doctree-read``: each widget output becomes its figures and a note -- or nothing, where the
+    page shows it as a moving slider already."""
     docname = app.env.docname
     views = [n for n in doctree.findall(nodes.raw) if n.astext().startswith(OPENING)]
     if not views:
         return
     models = _state(app.env, docname)
+    moving = _moving(doctree)
     for view in views:
         body = view.astext()[len(OPENING):-len("</script>")].replace("<\\/", "</")
         model_id = json.loads(body).get("model_id", "")
+        if model_id in moving:
+            view.parent.remove(view)
+            continue
         shown = _walk(models, model_id)
         sliders = [text for text in map(_slider_text, shown) if text]
         images = [png for model in shown for png in _pngs(model)]

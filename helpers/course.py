@@ -101,8 +101,14 @@ if "google.colab" in sys.modules:
     course = Path.cwd() / "{folder}"
     if not (course / "helpers" / "__init__.py").exists():
         import subprocess
-        subprocess.run(["git", "clone", "--depth", "1", "--quiet", COURSE_REPOSITORY, str(course)],
-                       check=True)
+        clone = ["git", "clone", "--depth", "1", "--quiet", COURSE_REPOSITORY, str(course)]
+        git = subprocess.run(clone, capture_output=True, text=True)
+        if git.returncode != 0:
+            said = (git.stderr.strip().splitlines() or ["no reason given"])[-1]
+            raise RuntimeError(
+                f"The course could not be downloaded from {{COURSE_REPOSITORY}} "
+                f"(git: {{said}}): check that this address opens in your browser "
+                "and that Colab is online, then run this cell again.")
     if str(course) not in sys.path:
         sys.path.insert(0, str(course))
 else:

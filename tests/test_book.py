@@ -1,20 +1,24 @@
 """The course's website (``make book``): built once, then read in a real browser.
 
 The build (``helpers.instructor.book.build``) runs once per test run, into a temporary
-folder: Sphinx + MyST-NB execute every student lesson (about two minutes). The site is
+folder: Sphinx + MyST-NB execute every student lesson (a few minutes). The site is
 then served on a free port of 127.0.0.1 and opened in headless Chromium (Playwright), the
-same browser as tests/test_browser.py: the landing page lists every lesson, each lesson
-page loads, shows its figures (images that decoded), a note where a slider would be
-live, its Colab and Binder links, no traceback and no solution code, and every link
-to a page of the site resolves (anchors included).
+same browser as tests/test_browser.py: the landing page lists every lesson by the name the
+sidebar gives it, each lesson page loads, shows its figures (images that decoded), its
+Colab and Binder links (to the one address of helpers/course.py), no traceback and no
+solution code, and every link to a page of the site resolves (anchors included).
 
-What a reader sees, at a desktop width (1366 px) and a phone's (390 px): every lesson's
-maths rendered by MathJax with no formula error and no stray ``$``; no code cell that
-scrolls sideways (the budget is 0: long lines wrap); no page wider than a phone; every
-exercise as an exercise (a "Try it" box with Colab and Binder, its starting code folded, no
-"not attempted" log, no visible ``raise NotImplementedError()``); every slider image at
-100 dpi or more and never enlarged; a favicon, one title per page, a footer with the
-licence; the optional PyTorch sections with their numbers.
+Every slider moves on the page: a range input (or a menu) over frames drawn at build time,
+and each position shows its own figure. At a phone's width (390 px) the navigation and
+contents buttons open their panels; at a laptop's (1366 px) the navigation button
+collapses the sidebar and the contents button opens the page's contents (no third column: the
+code gets the width); one search box, search snippets without TeX or buttons. No code line
+wraps (a long one scrolls inside its block, and no name is split); no page wider than a
+phone; figures enlarge on a tap. No notebook plumbing: no setup cell, no "Shift + Enter";
+numbers measured at build time say so. Every lesson's maths rendered by MathJax with no
+formula error and no stray ``$``; every exercise as an exercise (a "Try it" box, its
+starting code folded); slider images at 100 dpi or more and never enlarged; a favicon, one
+title per page, a footer with the licence; the optional PyTorch sections with their numbers.
 
 Without Playwright, Chromium or the book's requirements (``make book-deps``) these tests
 are skipped with the reason -- unless ``REQUIRE_BROWSER=1`` (``.ci/run``): then that is a
@@ -54,8 +58,6 @@ BOOK_PACKAGES = ("sphinx", "myst_nb", "sphinx_book_theme")
 TITLE = "Self-Attention & Multi-Head"
 DESKTOP = {"width": 1366, "height": 768}    # the commonest laptop screen
 PHONE = {"width": 390, "height": 844}       # a common phone, in CSS pixels
-#: Code cells (input or output) that may scroll sideways at DESKTOP width, per page.
-SIDEWAYS_BUDGET = 0
 #: Lessons whose slider images are still below 100 dpi (none now): expected to fail, strictly,
 #: so that a fixed one says so.
 LOW_DPI_SLIDERS_YET = set()
@@ -69,16 +71,20 @@ def write_lesson(path, title):
     nbformat.write(nb, str(path))
 
 
-def test_the_landing_page_takes_each_lessons_row_from_the_readme(tmp_path):
+def test_the_landing_page_names_each_lesson_by_its_title_with_the_readmes_description(tmp_path):
+    write_lesson(tmp_path / "01_q.ipynb", "Lesson 01 — Queries, keys and values")
+    write_lesson(tmp_path / "02_s.ipynb", "Lesson 02 — The score grid")
     readme = ("intro\n\n| # | notebook | what | |\n|---|---|---|---|\n"
               "| 01 | [Queries](notebooks/01_q.ipynb) | projections | badge |\n"
               "| 02 | [Scores](notebooks/02_s.ipynb) | grids | badge |\n")
     table = book.lesson_table(["01_q", "02_s"], readme, tmp_path).splitlines()
-    assert table[2:] == ["| 01 | [Queries](notebooks/01_q.ipynb) | projections | badge |",
-                         "| 02 | [Scores](notebooks/02_s.ipynb) | grids | badge |"]
+    assert table[2:] == [
+        "| 01 | [Lesson 01 — Queries, keys and values](notebooks/01_q.ipynb) | projections | badge |",
+        "| 02 | [Lesson 02 — The score grid](notebooks/02_s.ipynb) | grids | badge |"]
 
 
 def test_a_lesson_the_readme_does_not_list_yet_gets_a_row_with_its_title(tmp_path):
+    write_lesson(tmp_path / "01_q.ipynb", "Lesson 01 — Q")
     write_lesson(tmp_path / "09_position.ipynb", "Lesson 09 — Position")
     readme = "| 01 | [Queries](notebooks/01_q.ipynb) | projections | badge |\n"
     rows = book.lesson_table(["01_q", "09_position"], readme, tmp_path).splitlines()[2:]
@@ -88,10 +94,11 @@ def test_a_lesson_the_readme_does_not_list_yet_gets_a_row_with_its_title(tmp_pat
 
 
 def test_a_readme_row_of_a_lesson_that_no_longer_exists_is_left_out(tmp_path):
+    write_lesson(tmp_path / "01_q.ipynb", "Lesson 01 — Q")
     readme = ("| 01 | [Queries](notebooks/01_q.ipynb) | a | b |\n"
               "| 02 | [Old](notebooks/02_old.ipynb) | a | b |\n")
     rows = book.lesson_table(["01_q"], readme, tmp_path).splitlines()[2:]
-    assert rows == ["| 01 | [Queries](notebooks/01_q.ipynb) | a | b |"]
+    assert rows == ["| 01 | [Lesson 01 — Q](notebooks/01_q.ipynb) | a | b |"]
 
 
 def test_the_binder_badge_goes_right_after_the_colab_badge():
@@ -119,7 +126,34 @@ def test_staging_copies_every_student_lesson_and_leaves_the_course_unchanged(tmp
     setup = [c for c in nbformat.read(str(tmp_path / "source" / "notebooks" / f"{LESSONS[0]}.ipynb"),
                                       as_version=4).cells
              if c.cell_type == "code" and c.source.startswith(course.SETUP_TITLE)]
-    assert setup and "hide-input" in setup[0].metadata["tags"]
+    assert setup and "remove-cell" in setup[0].metadata["tags"]    # it runs, off the page
+
+
+def test_a_page_loses_the_notebooks_run_instruction_and_keeps_the_rest_of_its_cell():
+    nb = nbformat.v4.new_notebook()
+    nb.cells = [nbformat.v4.new_markdown_cell("# Lesson 01\n\nRun each cell in order (Shift + Enter). "
+                                              "Cells marked **Exercise** are yours.\nWhat it teaches.")]
+    assert book.without_notebook_instructions(nb).cells[0].source == "# Lesson 01\n\nWhat it teaches."
+
+
+def test_measurements_are_dated_and_said_of_the_machine_that_built_the_page():
+    nb = nbformat.v4.new_notebook()
+    nb.cells = [nbformat.v4.new_markdown_cell("# Lesson 05 — Costs measured on your machine"),
+                nbformat.v4.new_code_cell("x = 1"),
+                nbformat.v4.new_markdown_cell("Now the real thing, on your machine."),
+                nbformat.v4.new_code_cell("times = measure.median_times(f, sizes)")]
+    cells = book.with_measurements_dated(nb, built="2026-12-04, on Linux x86_64 with 2 cores").cells
+    assert [c.source.splitlines()[0] for c in cells] == [
+        "# Lesson 05 — Costs measured", "x = 1", "```{note}",
+        "Now the real thing, on the machine that built this page.", "times = measure.median_times(f, sizes)"]
+    note = "measured when this page was built, on 2026-12-04, on Linux x86_64 with 2 cores."
+    assert note in cells[2].source
+
+
+def test_a_page_that_measures_nothing_gets_no_note():
+    nb = nbformat.v4.new_notebook()
+    nb.cells = [nbformat.v4.new_markdown_cell("# Lesson 01"), nbformat.v4.new_code_cell("y = measure_it")]
+    assert len(book.with_measurements_dated(nb, built="today").cells) == 2
 
 
 def exercise_notebook():
@@ -161,6 +195,52 @@ def test_every_lesson_page_says_it_is_a_recorded_run_and_where_to_run_it():
     cells = book.with_how_to_run(book.with_binder_badge(nb, path), path).cells
     assert len(cells) == 3 and cells[1].source.startswith("*This page is the lesson as it ran")
     assert course.colab_url(path) in cells[1].source and cells[2].source == "Text."
+
+
+def dependent_sliders():
+    """Two sliders as lesson 11's: the first (listed second) sets the choices of the other, and a
+    picture that shows both values."""
+    import ipywidgets
+    from matplotlib.figure import Figure
+
+    from helpers import widgets
+
+    heads = widgets.choice_slider([1, 2, 4], 4, "heads")
+    kv = widgets.choice_slider(widgets.divisors(4), 2, "kv")
+    image = ipywidgets.Image(format="png")
+    fig = Figure(figsize=(1, 1))
+
+    def redraw(change=None):
+        fig.clf()
+        fig.text(0.1, 0.5, f"{heads.value}/{kv.value}")
+        image.value = widgets.png_of(fig)
+
+    def heads_moved(change):
+        kv.options = widgets.divisors(change["new"])
+        kv.value = max(d for d in kv.options if d <= kv.value or d == 1)
+
+    heads.observe(heads_moved, names="value")
+    heads.observe(redraw, names="value")
+    kv.observe(redraw, names="value")
+    redraw()
+    return ipywidgets.VBox([kv, heads, image]), kv, heads, image
+
+
+def test_slider_frames_visit_every_position_of_controls_that_set_each_others_choices():
+    box, kv, heads, image = dependent_sliders()
+    frames, order = book.slider_frames([kv, heads], image)
+    assert order == [1, 0]                                  # heads first: it sets kv's choices
+    assert sorted(frames) == sorted([("1", "1"), ("1", "2"), ("2", "2"), ("1", "4"), ("2", "4"), ("4", "4")])
+    assert len(set(frames.values())) == 6                   # each its own picture
+    assert (heads.value, kv.value) == (4, 2)                # put back where they started
+
+
+def test_a_slider_with_many_positions_keeps_a_few_and_its_start():
+    from helpers import widgets
+
+    slider = widgets.choice_slider(list(range(33)), 13, "q")
+    steps = book._steps(slider)
+    assert 9 <= len(steps) <= book.MAX_STEPS and {0, 13, 32} <= set(steps)
 
 
 # --- the built site, in a browser -------------------------------------------------------------
@@ -339,7 +419,7 @@ def test_the_landing_page_links_every_lesson_in_order(open_page):
 def test_a_lesson_page_shows_its_title_and_its_figures(open_page, lesson):
     page = open_page(f"notebooks/{lesson}.html")
     heading = page.inner_text("article h1").strip().rstrip("#¶").strip()
-    assert heading == book.lesson_title(ROOT / "notebooks" / f"{lesson}.ipynb")
+    assert heading == book.page_title(ROOT / "notebooks" / f"{lesson}.ipynb")
     figures = page.evaluate(_FIGURES)
     assert figures, f"{lesson}: no figure on the page"
     undecoded = [f["src"] for f in figures if not (f["complete"] and f["width"] > 0)]
@@ -352,20 +432,44 @@ def test_no_page_shows_a_traceback(open_page, path):
     assert found == {"traceback": False, "outputs": 0}, f"{path}: {found}"
 
 
-@pytest.mark.parametrize("lesson", LESSONS)
-def test_each_slider_becomes_a_note_with_its_figure(open_page, lesson):
-    built = sum(1 for cell in student(lesson).cells
-                if cell.cell_type == "code" and SLIDER_CALL.search(cell.source))
+def slider_cells(lesson):
+    return sum(1 for cell in student(lesson).cells
+               if cell.cell_type == "code" and SLIDER_CALL.search(cell.source))
+
+
+_FIGURE_NOW = """root => { const i = root.querySelector('img.course-slider-figure');
+    return {src: i.getAttribute('src'), loaded: i.complete && i.naturalWidth > 0}; }"""
+
+
+@pytest.mark.parametrize("lesson", [lesson for lesson in LESSONS if slider_cells(lesson)])
+def test_every_slider_moves_on_the_page_and_each_position_shows_its_own_figure(open_page, lesson):
     page = open_page(f"notebooks/{lesson}.html")
-    notes = page.locator(".course-slider-note")
-    assert (notes.count() >= built) and (notes.count() > 0) == (built > 0), \
-        f"{lesson}: {built} cell(s) build a slider, {notes.count()} note(s)"
-    for i in range(notes.count()):
-        links = notes.nth(i).locator("a").evaluate_all("as => as.map(a => a.href)")
-        assert links == [course.colab_url(f"notebooks/{lesson}.ipynb"),
-                         course.binder_url(f"notebooks/{lesson}.ipynb")]
-    assert page.locator("img.course-slider-figure").count() >= built
+    sliders = page.locator(".course-slider")
+    assert sliders.count() >= slider_cells(lesson), f"{lesson}: {sliders.count()} moving sliders"
+    assert page.locator(".course-slider-note").count() == 0, f"{lesson}: a slider left static"
     assert page.locator('script[type="application/vnd.jupyter.widget-view+json"]').count() == 0
+    for i in range(sliders.count()):
+        root = sliders.nth(i)
+        root.scroll_into_view_if_needed()
+        for control in root.locator("input[type=range], select").all():
+            if control.evaluate("e => e.tagName") == "SELECT":
+                positions = control.evaluate("e => e.options.length")
+                moves = [lambda k=k: control.select_option(index=k) for k in range(positions)]
+            else:
+                control.focus()
+                control.press("Home")
+                positions = int(control.get_attribute("max")) + 1
+                moves = [lambda: None] + [lambda: control.press("ArrowRight")] * (positions - 1)
+            seen = []
+            for move in moves:
+                move()
+                page.wait_for_function("r => { const i = r.querySelector('img.course-slider-figure'); "
+                                       "return i.complete && i.naturalWidth > 0; }",
+                                       arg=root.element_handle())
+                seen.append(root.evaluate(_FIGURE_NOW)["src"])
+            assert positions >= 2, f"{lesson}: a control with {positions} position(s)"
+            assert all(a != b for a, b in zip(seen, seen[1:])), \
+                f"{lesson}, slider {i + 1}: a move that did not change the figure ({len(seen)} positions)"
 
 
 @pytest.mark.parametrize("lesson", LESSONS)
@@ -450,17 +554,29 @@ def test_no_page_shows_a_formula_error_or_a_stray_dollar(open_page, path):
     assert found["errors"] == [] and found["unrendered"] == 0 and found["dollars"] == [], found
 
 
-_SIDEWAYS = """() => Array.from(document.querySelectorAll('div.cell_input pre, div.cell_output pre'))
-    .filter(pre => pre.offsetParent !== null && pre.scrollWidth > pre.clientWidth + 1)
-    .map(pre => pre.textContent.split('\\n').sort((a, b) => b.length - a.length)[0].slice(0, 120))"""
+# Each code or output block: does any of its lines wrap (its height holds more lines than its
+# text has), and can it scroll sideways when a line is longer than the column?
+_CODE_LINES = """() => Array.from(document.querySelectorAll('div.cell_input pre, div.cell_output pre'))
+    .filter(pre => pre.offsetParent !== null)
+    .map(pre => {
+      const style = getComputedStyle(pre);
+      const lines = pre.textContent.replace(/\\n$/, '').split('\\n').length;
+      const lineHeight = parseFloat(style.lineHeight) || 1.2 * parseFloat(style.fontSize);
+      const padding = parseFloat(style.paddingTop) + parseFloat(style.paddingBottom);
+      return {first: pre.textContent.slice(0, 60), whiteSpace: style.whiteSpace, overflowX: style.overflowX,
+              wraps: (pre.clientHeight - padding) > (lines + 0.5) * lineHeight || style.whiteSpace !== 'pre',
+              wide: pre.scrollWidth > pre.clientWidth + 1};
+    })"""
 
 
 @pytest.mark.parametrize("lesson", LESSONS)
-def test_code_and_output_fit_the_column_at_desktop_width(open_page, lesson):
-    sideways = open_page(f"notebooks/{lesson}.html").evaluate(_SIDEWAYS)
-    assert len(sideways) <= SIDEWAYS_BUDGET, (f"{lesson}: {len(sideways)} code cells scroll sideways "
-                                              f"at {DESKTOP['width']} px (budget {SIDEWAYS_BUDGET}): "
-                                              f"{sideways[:3]}")
+def test_no_code_line_wraps_at_desktop_width_and_a_long_one_scrolls_inside_its_block(open_page, lesson):
+    blocks = open_page(f"notebooks/{lesson}.html").evaluate(_CODE_LINES)
+    assert blocks, f"{lesson}: no code block found"
+    wrapped = [b["first"] for b in blocks if b["wraps"]]
+    assert not wrapped, f"{lesson}: {len(wrapped)} code blocks wrap at {DESKTOP['width']} px: {wrapped[:3]}"
+    stuck = [b["first"] for b in blocks if b["wide"] and b["overflowX"] not in ("auto", "scroll")]
+    assert not stuck, f"{lesson}: blocks wider than the column that cannot scroll: {stuck[:3]}"
 
 
 @pytest.fixture(scope="module")
@@ -488,6 +604,190 @@ def test_no_page_is_wider_than_a_phone(phone, server, path):
     assert width <= PHONE["width"], f"{path}: {width} px wide on a {PHONE['width']} px screen: {wide}"
 
 
+def visible_index(page, selector):
+    """The index of the first visible element matching ``selector`` (the theme may render hidden twins)."""
+    flags = page.eval_on_selector_all(selector, "es => es.map(e => e.offsetParent !== null)")
+    assert True in flags, f"no visible {selector}"
+    return flags.index(True)
+
+
+# The sidebar is shown in place (a desktop) or inside its dialog (a phone: the theme moves it there).
+_SIDEBAR = """() => { const s = document.querySelector('#pst-primary-sidebar'), r = s.getBoundingClientRect();
+    const d = document.querySelector('#pst-primary-sidebar-modal');
+    const inDialog = d && d.open && d.getBoundingClientRect().width > 100;
+    return {shown: (r.right > 10 && r.width > 100 && getComputedStyle(s).visibility !== 'hidden')
+                   || Boolean(inDialog),
+            dialog: d ? d.open : null}; }"""
+
+
+def test_on_a_phone_the_navigation_button_opens_the_sidebar(phone, server):
+    page = phone.new_page()
+    try:
+        page.goto(server + f"notebooks/{LESSONS[0]}.html", wait_until="load")
+        assert not page.evaluate(_SIDEBAR)["shown"]
+        page.locator(".primary-toggle").nth(visible_index(page, ".primary-toggle")).click()
+        page.wait_for_timeout(500)
+        opened = page.evaluate(_SIDEBAR)
+        assert opened["shown"] and opened["dialog"], opened
+        assert page.locator("#pst-primary-sidebar-modal a.reference.internal").first.is_visible()
+    finally:
+        page.close()
+
+
+def test_on_a_phone_the_contents_button_opens_the_pages_contents(phone, server):
+    page = phone.new_page()
+    try:
+        page.goto(server + f"notebooks/{LESSONS[0]}.html", wait_until="load")
+        page.locator(".secondary-toggle").nth(visible_index(page, ".secondary-toggle")).click()
+        page.wait_for_timeout(500)
+        opened = page.evaluate("""() => { const d = document.querySelector('#pst-secondary-sidebar-modal');
+            return d && d.open && d.getBoundingClientRect().width > 100; }""")
+        assert opened
+        assert page.locator("#pst-secondary-sidebar-modal nav.page-toc a").first.is_visible()
+    finally:
+        page.close()
+
+
+def test_on_a_desktop_the_navigation_button_collapses_the_sidebar_and_brings_it_back(context, server):
+    page = context.new_page()
+    try:
+        page.goto(server + f"notebooks/{LESSONS[0]}.html", wait_until="load")
+        toggle = page.locator(".primary-toggle").nth(visible_index(page, ".primary-toggle"))
+        assert page.evaluate(_SIDEBAR)["shown"]
+        toggle.click()
+        page.wait_for_timeout(500)
+        collapsed = page.evaluate(_SIDEBAR)
+        assert not collapsed["shown"] and not collapsed["dialog"], collapsed
+        toggle.click()
+        page.wait_for_timeout(500)
+        assert page.evaluate(_SIDEBAR)["shown"]
+    finally:
+        page.close()
+
+
+def test_on_a_laptop_the_contents_button_opens_the_pages_contents_and_a_link_closes_them(context, server):
+    # At 1366 px the contents are no third column (the code gets the width): a button opens them.
+    page = context.new_page()
+    try:
+        page.goto(server + f"notebooks/{LESSONS[-1]}.html", wait_until="load")
+        links = page.locator(".bd-sidebar-secondary nav.page-toc a")
+        assert not links.first.is_visible()
+        page.locator(".secondary-toggle").nth(visible_index(page, ".secondary-toggle")).click()
+        page.wait_for_timeout(300)
+        assert links.first.is_visible() and links.nth(1).is_visible()
+        target = links.nth(1).get_attribute("href")
+        links.nth(1).click()
+        page.wait_for_timeout(300)
+        assert page.url.endswith(target) and not links.first.is_visible()
+    finally:
+        page.close()
+
+
+_SEARCH_BOXES = """() => Array.from(document.querySelectorAll('.search-button, .search-button-field, '
+    + 'input[type=search], form.bd-search')).filter(e => e.offsetParent !== null && !e.closest('dialog'))
+    .length"""
+
+
+@pytest.mark.parametrize("width", ["desktop", "phone"])
+def test_a_page_has_one_search_box(width, context, phone, server):
+    page = (context if width == "desktop" else phone).new_page()
+    try:
+        page.goto(server + f"notebooks/{LESSONS[0]}.html", wait_until="load")
+        assert page.evaluate(_SEARCH_BOXES) == 1
+    finally:
+        page.close()
+
+
+@pytest.mark.parametrize("lesson", LESSONS)
+def test_on_a_phone_code_blocks_scroll_sideways_and_never_split_a_name(phone, server, lesson):
+    page = phone.new_page()
+    try:
+        page.goto(server + f"notebooks/{lesson}.html", wait_until="load")
+        blocks = page.evaluate(_CODE_LINES)
+    finally:
+        page.close()
+    wrapped = [b["first"] for b in blocks if b["wraps"]]
+    assert not wrapped, (f"{lesson}: code blocks that wrap (and may split a name) at {PHONE['width']} px: "
+                         f"{wrapped[:3]}")
+    stuck = [b["first"] for b in blocks if b["wide"] and b["overflowX"] not in ("auto", "scroll")]
+    assert not stuck, f"{lesson}: blocks wider than a phone that cannot scroll: {stuck[:3]}"
+
+
+def test_on_a_phone_a_figure_enlarges_on_a_tap_and_closes_on_another(phone, server):
+    page = phone.new_page()
+    try:
+        page.goto(server + f"notebooks/{LESSONS[1]}.html", wait_until="load")
+        sizes = page.eval_on_selector_all(".cell_output img", "is => is.map(i => [i.naturalWidth, "
+                                          "i.getBoundingClientRect().width])")
+        at = next(i for i, (natural, shown) in enumerate(sizes) if natural > shown + 50)
+        figure = page.locator(".cell_output img").nth(at)
+        figure.scroll_into_view_if_needed()
+        figure.tap()
+        page.wait_for_timeout(300)
+        zoomed = page.evaluate("""() => { const d = document.querySelector('dialog.course-zoom');
+            return d && d.open ? d.querySelector('img').getBoundingClientRect().width : 0; }""")
+        assert zoomed > sizes[at][1] + 50, f"enlarged to {zoomed} px from {sizes[at][1]:.0f}"
+        page.locator("dialog.course-zoom").tap()
+        page.wait_for_timeout(300)
+        assert page.locator("dialog.course-zoom").count() == 0
+    finally:
+        page.close()
+
+
+def test_search_snippets_show_the_text_without_tex_or_the_pages_buttons(context, server):
+    page = context.new_page()
+    try:
+        page.goto(server + "search.html?q=softmax", wait_until="load")
+        page.wait_for_function("() => document.querySelectorAll('#search-results li p.context').length >= 3",
+                               timeout=60000)
+        snippets = page.eval_on_selector_all("#search-results li p.context",
+                                             "ps => ps.map(p => p.textContent)")
+    finally:
+        page.close()
+    for snippet in snippets:
+        assert not re.search(r"\\[()\[\]]|\\(?:frac|sqrt|mathrm|text)\b", snippet), snippet
+        assert not re.search(r"\b(?:Light|Dark|System Settings|Toggle|Download|Launch)\b", snippet), snippet
+    assert any("softmax" in s.lower() for s in snippets), snippets
+
+
+NOTEBOOK_ONLY = ["Shift + Enter", "Shift+Enter", "Show the setup cell", "COURSE_REPOSITORY", "sys.path"]
+
+
+@pytest.mark.parametrize("path", PAGES)
+def test_no_page_carries_the_notebooks_plumbing(open_page, path):
+    text = open_page(path).evaluate("() => document.querySelector('article').textContent")
+    found = [phrase for phrase in NOTEBOOK_ONLY if phrase in text]
+    assert not found, f"{path}: {found}"
+
+
+@pytest.mark.parametrize("lesson", LESSONS)
+def test_numbers_measured_at_build_time_say_so(open_page, lesson):
+    measures = any(c.cell_type == "code" and book.MEASURING.search(c.source) for c in student(lesson).cells)
+    text = open_page(f"notebooks/{lesson}.html").inner_text("article")
+    assert "on your machine" not in text and "this notebook's own measurement" not in text
+    assert ("measured when this page was built, on " in text) == measures
+
+
+def test_the_landing_table_names_each_lesson_as_the_sidebar_does(open_page):
+    page = open_page("index.html")
+    table = page.eval_on_selector_all("table a[href^='notebooks/']",
+                                      "as => as.map(a => a.textContent.trim())")
+    sidebar = page.eval_on_selector_all("#pst-primary-sidebar a.reference.internal",
+                                        "as => as.map(a => a.textContent.trim())")
+    assert table == sidebar == [book.page_title(ROOT / "notebooks" / f"{lesson}.ipynb") for lesson in LESSONS]
+
+
+_ADDRESS = re.compile(r"(?:github\.com|colab\.research\.google\.com/github|mybinder\.org/v2/gh)"
+                      r"/([\w.-]+/[\w.-]+)")
+
+
+@pytest.mark.parametrize("path", PAGES)
+def test_every_repository_address_on_the_site_is_the_courses(open_page, path):
+    hrefs = open_page(path).eval_on_selector_all("a[href]", "as => as.map(a => a.href)")
+    named = {m.group(1).removesuffix(".git") for href in hrefs for m in _ADDRESS.finditer(href)}
+    assert named == {course.github_path()}, f"{path}: {named}"
+
+
 def png_dpi(data):
     """The dots per inch a PNG declares (its pHYs chunk), or None when it declares none."""
     at = 8
@@ -508,7 +808,7 @@ def test_png_dpi_reads_what_matplotlib_writes(tmp_path):
 
 
 @pytest.mark.parametrize("lesson", LESSONS)
-def test_slider_images_are_sharp_and_never_enlarged(open_page, lesson, request):
+def test_slider_images_are_sharp_and_never_enlarged(open_page, lesson, request, site):
     images = open_page(f"notebooks/{lesson}.html").eval_on_selector_all(
         "img.course-slider-figure", "is => is.map(i => ({src: i.getAttribute('src'), natural: i.naturalWidth,"
                                     " shown: i.getBoundingClientRect().width}))")
@@ -517,7 +817,10 @@ def test_slider_images_are_sharp_and_never_enlarged(open_page, lesson, request):
     if lesson in LOW_DPI_SLIDERS_YET:
         request.applymarker(pytest.mark.xfail(strict=True, reason=f"{lesson}: slider figure below 100 dpi"))
     for image in images:
-        dpi = png_dpi(base64.b64decode(image["src"].split(",", 1)[1]))
+        src = image["src"]
+        data = (base64.b64decode(src.split(",", 1)[1]) if src.startswith("data:")
+                else (site / urllib.parse.urljoin(f"notebooks/{lesson}.html", src)).read_bytes())
+        dpi = png_dpi(data)
         assert dpi is not None and dpi >= 100, f"{lesson}: a slider image at {dpi} dpi"
         assert image["shown"] <= image["natural"] + 1, \
             f"{lesson}: a slider image enlarged: {image['natural']} pixels shown {image['shown']:.0f} wide"

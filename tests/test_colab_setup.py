@@ -226,3 +226,15 @@ def test_outside_colab_the_setup_cell_uses_the_checkout_and_clones_nothing(tmp_p
     seen = run_setup_cell(checkout / "notebooks", stand_in_repository.as_uri())
     assert Path(seen["helpers"]).resolve().is_relative_to(checkout.resolve())
     assert not (checkout / "notebooks" / "self-attention-multi-head").exists()
+
+
+def test_in_colab_an_unreachable_address_stops_with_one_sentence_saying_what_to_do(tmp_path, fake_colab):
+    unreachable = (tmp_path / "nowhere" / "self-attention-multi-head").as_uri()
+    code = f"import google.colab\nexec(compile({course.setup_cell_source(unreachable)!r}, 'setup', 'exec'))"
+    result = subprocess.run([sys.executable, "-c", code], cwd=tmp_path, capture_output=True, text=True,
+                            env=dict(os.environ, PYTHONPATH=str(fake_colab)), timeout=120)
+    last = result.stderr.strip().splitlines()[-1]
+    assert result.returncode != 0 and "CalledProcessError" not in result.stderr, result.stderr
+    expected = f"RuntimeError: The course could not be downloaded from {unreachable} (git: "
+    assert last.startswith(expected), last
+    assert last.endswith("then run this cell again."), last

@@ -33,8 +33,15 @@ def test_every_lesson_has_a_student_notebook():
 @pytest.mark.parametrize("name", NAMES)
 def test_student_notebook_is_up_to_date(name):
     committed = (ROOT / "notebooks" / name).read_text(encoding="utf-8")
-    assert committed == student.student_text(ROOT / "solutions" / name), \
-        f"notebooks/{name} is out of date: run `make student`"
+    expected = student.student_text(ROOT / "solutions" / name)
+    if committed != expected:
+        cells = student.differing_cells(committed, expected)
+        pytest.fail(f"notebooks/{name} is not what solutions/{name} generates: cells "
+                    f"{', '.join(map(str, cells[:10]))}{' ...' if len(cells) > 10 else ''} differ "
+                    f"(source, outputs or count). A maintainer who edited solutions/ regenerates it "
+                    f"with `make student`, which never overwrites a notebook holding someone's edits; "
+                    f"a learner's lessons are in my-notebooks/ (make lab), which this test does not read.",
+                    pytrace=False)
 
 
 @pytest.mark.parametrize("folder", ["notebooks", "solutions"])

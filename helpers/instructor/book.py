@@ -4,14 +4,16 @@
 
 writes ``OUT/html/index.html`` -- open it in a browser -- from:
 
-- ``OUT/source/index.md``: the landing page, the README's lesson table (a lesson the
-  README does not list yet gets a row with its notebook's title: lessons are found by
-  :func:`helpers.course.lessons`, never listed here);
+- ``OUT/source/index.md``: the landing page, a table of the lessons, each by its page's
+  title (the sidebar's name for it) with the README's "what you learn" (lessons are found
+  by :func:`helpers.course.lessons`, never listed here);
 - ``OUT/source/notebooks/NAME.ipynb``: copies of the **student** notebooks (no solution
-  code), each with a Binder badge next to its Colab badge, a line saying how to run it,
-  its setup cell folded, and each exercise shown as an exercise: its statement, its
-  starting code folded, and a "Try it" box that opens the lesson in Colab or on Binder
-  (in place of the check cell, which still runs: the page goes on with the reference).
+  code), each with a Binder badge next to its Colab badge and a line saying how to run it,
+  made into web pages: no setup cell shown (it still runs) and no "Shift + Enter"; each
+  "on your machine" said of the build machine, and a note dating the measurements ("measured
+  when this page was built, on ..."); each exercise shown as an exercise: its statement, its
+  starting code folded, and a "Try it" box that opens the lesson in Colab or on Binder (in
+  place of the check cell, which still runs: the page goes on with the reference).
   The repository's notebooks are never touched.
 
 Sphinx with MyST-NB (the engine of Jupyter Book 1) executes every copy in a fresh kernel,
@@ -54,9 +56,9 @@ generating text with a KV cache. NumPy, matplotlib and ipywidgets only: no deep-
 framework.
 
 Each page below is a lesson, run from top to bottom: every figure and number on it was
-computed when this site was built. Each exercise has a "Try it" box: to do it, and to move
-the sliders, open the lesson in Colab or on Binder (the links on each page), or on your
-machine: `make lab` in a clone of the course.
+computed when this site was built, and its sliders move on the page (each position drawn
+then). Each exercise has a "Try it" box: to do it, open the lesson in Colab or on Binder
+(the links on each page), or on your machine: `make lab` in a clone of the course.
 
 {binder}
 """
@@ -73,20 +75,22 @@ def readme_rows(readme_text):
 
 
 def lesson_table(lessons, readme_text, notebooks):
-    """The landing page's table: the README's row for each lesson, or one made from its title.
+    """The landing page's table: each lesson by its page's title (as the sidebar names it), with
+    the README's "what you learn" and Colab badge for it (a lesson the README does not list yet
+    gets its title alone).
 
-    The README's links point at ``notebooks/NAME.ipynb``: on the site, MyST turns them
-    into links to the lesson's page.
+    ``notebooks`` is the folder of the staged lessons. The links point at
+    ``notebooks/NAME.ipynb``: on the site, MyST turns them into links to the lesson's page.
     """
     rows = readme_rows(readme_text)
     lines = ["| # | lesson | what you learn | |", "|---|---|---|---|"]
     for lesson in lessons:
-        if lesson in rows:
-            lines.append(rows[lesson])
-        else:
-            where = f"notebooks/{lesson}.ipynb"
-            lines.append(f"| {lesson.split('_')[0]} | [{lesson_title(notebooks / f'{lesson}.ipynb')}]"
-                         f"({where}) | | {course.colab_badge(where)} |")
+        where = f"notebooks/{lesson}.ipynb"
+        title = lesson_title(notebooks / f"{lesson}.ipynb").replace("|", "\\|")
+        cells = [c.strip() for c in rows[lesson].strip("|").split("|")] if lesson in rows else []
+        learn = cells[2] if len(cells) > 3 else ""
+        badge = cells[3] if len(cells) > 3 else course.colab_badge(where)
+        lines.append(f"| {lesson.split('_')[0]} | [{title}]({where}) | {learn} | {badge} |")
     return "\n".join(lines)
 
 
@@ -123,19 +127,85 @@ def _fold(cell, label):
     cell.metadata.setdefault("mystnb", {}).update(code_prompt_show=label, code_prompt_hide="Hide it")
 
 
-def with_setup_folded(nb):
-    """``nb`` with its setup cell folded on the page ("Show the setup cell"), as in JupyterLab."""
+def with_setup_removed(nb):
+    """``nb`` with its setup cell off the page: it still runs (tag ``remove-cell``), but a web page
+    has no ``sys.path`` to set up, and a reader nothing to fold open."""
     for cell in nb.cells:
         if cell.cell_type == "code" and cell.source.startswith(course.SETUP_TITLE):
-            _fold(cell, "Show the setup cell")
+            tags = cell.metadata.setdefault("tags", [])
+            if "remove-cell" not in tags:
+                tags.append("remove-cell")
+    return nb
+
+
+#: A notebook's instruction that has no meaning on a web page (there are no cells to run).
+NOTEBOOK_ONLY_LINE = re.compile(r"^[^\n]*Shift\s*\+\s*Enter[^\n]*\n?", re.M)
+
+
+def without_notebook_instructions(nb):
+    """``nb`` without the lines that tell a notebook's reader how to run cells ("Shift + Enter")."""
+    for cell in nb.cells:
+        if cell.cell_type == "markdown":
+            cell.source = NOTEBOOK_ONLY_LINE.sub("", cell.source)
+    return nb
+
+
+#: A code cell that times or traces something: its numbers are the build machine's.
+MEASURING = re.compile(r"\bmeasure\w*\.\w*(?:time|peak|cost|bytes)|perf_counter|timeit|traced_peak")
+#: What the notebook says of its reader's machine, and what the page says instead.
+ON_YOUR_MACHINE = [(re.compile(r"^(#.*?) on your machine", re.M), r"\1"),     # a heading: just drop it
+                   (re.compile(r"\bon your machine\b"), "on the machine that built this page"),
+                   (re.compile(r"\bthis notebook's own measurement"), "a measurement made when this page was built")]
+MEASURED_NOTE = ("```{{note}}\nThe times and memory figures on this page were measured when this page "
+                 "was built, on {built}. On your machine they differ: run the lesson to see yours.\n```")
+
+
+def page_title(notebook):
+    """The title a lesson's page shows (and the sidebar, and the landing table): its notebook's
+    title, with what it says of the reader's machine rewritten as on the page."""
+    heading = f"# {lesson_title(notebook)}"
+    for pattern, replacement in ON_YOUR_MACHINE:
+        heading = pattern.sub(replacement, heading)
+    return heading[2:]
+
+
+def build_machine(today=None):
+    """``"2026-12-04, on Linux x86_64 with 2 cores (Python 3.11, NumPy 2.3.1)"``: where the page is built."""
+    import datetime
+    import platform
+
+    import numpy
+
+    today = today or datetime.datetime.now(datetime.timezone.utc).date().isoformat()
+    cores = os.cpu_count() or 1
+    return (f"{today}, on {platform.system()} {platform.machine()} with {cores} core{'s' * (cores != 1)} "
+            f"(Python {platform.python_version()}, NumPy {numpy.__version__})")
+
+
+def with_measurements_dated(nb, built=None):
+    """``nb`` saying that its measured numbers are the build machine's: each "on your machine"
+    rewritten (:data:`ON_YOUR_MACHINE`), and a note (:data:`MEASURED_NOTE`) right before the
+    first cell that measures, if any does."""
+    for cell in nb.cells:
+        if cell.cell_type == "markdown":
+            for pattern, replacement in ON_YOUR_MACHINE:
+                cell.source = pattern.sub(replacement, cell.source)
+    first = next((i for i, c in enumerate(nb.cells) if c.cell_type == "code" and MEASURING.search(c.source)),
+                 None)
+    if first is not None:
+        at = first
+        while at > 0 and nb.cells[at - 1].cell_type == "markdown":   # before the text that leads to it
+            at -= 1
+        at = max(at, first - 1)
+        nb.cells.insert(at, nbformat.v4.new_markdown_cell(MEASURED_NOTE.format(built=built or build_machine())))
     return nb
 
 
 #: Under the badges of every lesson page: what the page is, and where to run it.
 HOW_TO_RUN = ("*This page is the lesson as it ran when the site was built: every figure and number "
-              "below was computed then. To run it yourself, move its sliders and do its exercises, "
-              "open it in [Colab]({colab}) or on [Binder]({binder}) (a free JupyterLab in your "
-              "browser).*")
+              "below was computed then, and each slider shows the figures drawn then. To run it "
+              "yourself and do its exercises, open it in [Colab]({colab}) or on [Binder]({binder}) "
+              "(a free JupyterLab in your browser).*")
 
 TRY_IT = """```{{admonition}} Try it: {name}
 :class: tip course-try-it
@@ -186,6 +256,195 @@ def with_how_to_run(nb, path):
     return nb
 
 
+# --- sliders that move on the page: their frames, rendered when the page is built --------------
+
+#: A cell that builds a slider: a ``*_slider`` or ``*_explorer`` maker, or an ipywidgets ``*Slider``
+#: (``figure_slider`` only puts a figure under a slider made elsewhere).
+SLIDER_CALL = re.compile(r"\b(?!figure_slider\()\w*(?:_slider|_explorer|Slider)\(")
+#: Where the kernel writes the frames (the build sets it; book/conf.py serves it as static files).
+FRAMES_ENV = "COURSE_BOOK_FRAMES"
+#: The hidden cell after each slider cell: it renders every frame of the sliders just built.
+FRAMES_CELL = "from helpers.instructor.book import show_slider_frames\nshow_slider_frames({lesson!r})"
+#: At most this many positions per control (evenly spread, the starting one kept), and frames per slider.
+MAX_STEPS, MAX_FRAMES = 17, 200
+FRAMES_CAPTION = ("Move it: each position shows the figure drawn for it when this page was built, by "
+                  "the same code as in the notebook, with the course's own functions (in the notebook, "
+                  "each step calls yours).")
+_SHOWN = set()        # (in the kernel) the widgets whose frames are on the page already
+_COUNT = {}
+
+
+def with_slider_frames(nb, lesson):
+    """``nb`` with a hidden cell (:data:`FRAMES_CELL`, its code removed from the page) after each
+    cell that builds a slider: on the page, the slider becomes a range input over its frames."""
+    cells = []
+    for cell in nb.cells:
+        cells.append(cell)
+        if cell.cell_type == "code" and SLIDER_CALL.search(cell.source):
+            frames = nbformat.v4.new_code_cell(FRAMES_CELL.format(lesson=lesson))
+            frames.metadata["tags"] = ["remove-input"]
+            cells.append(frames)
+    nb.cells = cells
+    return nb
+
+
+def _descendants(widget):
+    found = [widget]
+    for child in getattr(widget, "children", ()) or ():
+        found += _descendants(child)
+    return found
+
+
+def _all_widgets():
+    from ipywidgets.widgets import widget
+
+    registry = getattr(widget, "_instances", None)
+    if registry is None:                                   # ipywidgets 7
+        registry = widget.Widget.widgets
+    return list(registry.values())
+
+
+def _slider_boxes():
+    """(box, controls, image) for each box built since the last call that holds selection
+    controls (sliders, menus) and one picture; controls in display order."""
+    import ipywidgets
+
+    selection = ipywidgets.widgets.widget_selection._Selection
+    new = [w for w in _all_widgets() if w.model_id not in _SHOWN]
+    boxes = []
+    for widget in new:
+        if not isinstance(widget, ipywidgets.Box):
+            continue
+        inside = _descendants(widget)
+        controls = [w for w in inside if isinstance(w, selection)]
+        images = [w for w in inside if isinstance(w, ipywidgets.Image)]
+        if controls and len(images) == 1:
+            boxes.append((widget, controls, images[0]))
+    nested = {id(w) for box, _, _ in boxes for w in _descendants(box)[1:]}
+    return [b for b in boxes if id(b[0]) not in nested]
+
+
+def _steps(control):
+    n = len(control.options)
+    if n <= MAX_STEPS:
+        return list(range(n))
+    every = -(-n // 9)
+    return sorted(set(range(0, n, every)) | {control.index, n - 1})
+
+
+def _drivers_first(controls):
+    """The controls, those that change another's options first (lesson 11's head count sets
+    the kv heads it offers; lesson 10's sentence sets its word menu)."""
+    drivers = []
+    for control in controls:
+        others = [tuple(c._options_labels) for c in controls if c is not control]
+        before = {id(c): c._options_labels[c.index] for c in controls}
+        control.index = (control.index + 1) % len(control.options)
+        changed = others != [tuple(c._options_labels) for c in controls if c is not control]
+        for c in [control] + [c for c in controls if c is not control]:     # back as they were
+            if before[id(c)] in c._options_labels:
+                c.index = list(c._options_labels).index(before[id(c)])
+        drivers.append(changed)
+    return [c for c, d in zip(controls, drivers) if d] + [c for c, d in zip(controls, drivers) if not d]
+
+
+def slider_frames(controls, image):
+    """Every frame of a slider: ``{(the label each control shows, display order): png}``, and the
+    controls' order, drivers first (their indices).
+
+    Each control is moved through its positions (:func:`_steps`), drivers first; each
+    position redraws the picture through the slider's own code, and the picture is kept
+    under the positions the controls then show. The controls go back to where they started.
+    """
+    start = {id(c): c._options_labels[c.index] for c in controls}
+    order = _drivers_first(controls)
+    frames = {}
+
+    def visit(i):
+        if len(frames) >= MAX_FRAMES:
+            return
+        if i == len(order):
+            frames.setdefault(tuple(str(c._options_labels[c.index]) for c in controls), bytes(image.value))
+            return
+        for step in _steps(order[i]):
+            order[i].index = step
+            visit(i + 1)
+
+    visit(0)
+    for control in order:                  # drivers first: each then offers its starting choice again
+        labels = list(control._options_labels)
+        if start[id(control)] in labels:
+            control.index = labels.index(start[id(control)])
+    return frames, [controls.index(c) for c in order]
+
+
+def _frame_source(png, lesson):
+    import base64
+    import hashlib
+
+    folder = os.environ.get(FRAMES_ENV)
+    if not folder:
+        return "data:image/png;base64," + base64.b64encode(png).decode()
+    name = hashlib.sha1(png).hexdigest()[:20] + ".png"
+    target = Path(folder) / "course-frames" / lesson / name
+    target.parent.mkdir(parents=True, exist_ok=True)
+    if not target.exists():
+        target.write_bytes(png)
+    return f"../_static/course-frames/{lesson}/{name}"
+
+
+def slider_html(box, controls, image, lesson):
+    """The page's slider: a range input (or a menu) per control, over the frames' images."""
+    import html
+    import json
+
+    frames, order = slider_frames(controls, image)
+    number = _COUNT[lesson] = _COUNT.get(lesson, 0) + 1
+    data = [{"v": list(key), "src": _frame_source(png, lesson)} for key, png in frames.items()]
+    first = frames.get(tuple(str(c._options_labels[c.index]) for c in controls), next(iter(frames.values())))
+    width = str(image.layout.width or "")
+    width = int(float(width[:-2])) if width.endswith("px") else None
+    parts = [f'<div class="course-slider" data-model="{box.model_id}" data-order="{json.dumps(order)}" '
+             f'data-frames="{html.escape(json.dumps(data))}">']
+    for i, control in enumerate(controls):
+        ident = f"course-slider-{lesson}-{number}-{i}"
+        labels = [str(label) for label in control._options_labels]
+        name = html.escape(control.description or f"control {i + 1}")
+        parts.append(f'<div class="course-slider-control"><label for="{ident}">{name}</label>')
+        if type(control).__name__.endswith("Slider"):
+            parts.append(f'<input type="range" id="{ident}" min="0" max="{len(labels) - 1}" step="1" '
+                         f'value="{control.index}" data-labels="{html.escape(json.dumps(labels))}">'
+                         f'<output for="{ident}">{html.escape(labels[control.index])}</output>')
+        else:
+            options = "".join(f'<option value="{j}"{" selected" * (j == control.index)}>'
+                              f"{html.escape(label)}</option>" for j, label in enumerate(labels))
+            parts.append(f'<select id="{ident}" data-labels="{html.escape(json.dumps(labels))}">'
+                         f"{options}</select>")
+        parts.append("</div>")
+    at = ", ".join(f"{c.description} = {c._options_labels[c.index]}" for c in controls)
+    size = f' width="{int(width)}"' if width else ""
+    parts.append(f'<img class="course-slider-figure" alt="the figure at {html.escape(at)}"{size} '
+                 f'src="{_frame_source(first, lesson)}">')
+    caption = FRAMES_CAPTION
+    for control in controls:
+        shown, total = len(_steps(control)), len(control.options)
+        if shown < total:
+            caption += f" On this page {control.description} takes {shown} of its {total} positions."
+    parts.append(f'<p class="course-slider-caption">{html.escape(caption)}</p></div>')
+    return "".join(parts)
+
+
+def show_slider_frames(lesson):
+    """(In the build's kernel, :data:`FRAMES_CELL`) show each slider built since the last call
+    as a plain HTML slider over its frames, rendered now."""
+    from IPython.display import HTML, display
+
+    for box, controls, image in _slider_boxes():
+        display(HTML(slider_html(box, controls, image, lesson)))
+        _SHOWN.update(w.model_id for w in _descendants(box))
+    _SHOWN.update(w.model_id for w in _all_widgets())
+
+
 def stage(source, root=ROOT):
     """Write Sphinx's input into ``source`` (replaced): the landing page and the lesson copies."""
     if source.exists():
@@ -196,13 +455,16 @@ def stage(source, root=ROOT):
     if missing:
         raise FileNotFoundError(f"book: no student notebook for {missing} in {root / 'notebooks'}: "
                                 f"run `make student`")
+    built = build_machine()
     for lesson in lessons:
         path = f"notebooks/{lesson}.ipynb"
         nb = nbformat.read(str(root / path), as_version=4)
         nb = with_how_to_run(with_binder_badge(nb, path), path)
-        nbformat.write(with_exercises_as_exercises(with_setup_folded(nb), path), str(source / path))
+        nb = with_measurements_dated(without_notebook_instructions(with_setup_removed(nb)), built)
+        nb = with_slider_frames(nb, lesson)
+        nbformat.write(with_exercises_as_exercises(nb, path), str(source / path))
     readme = (root / "README.md").read_text(encoding="utf-8")
-    (source / "index.md").write_text(index_page(lessons, readme, root / "notebooks"), encoding="utf-8")
+    (source / "index.md").write_text(index_page(lessons, readme, source / "notebooks"), encoding="utf-8")
     return lessons
 
 
@@ -256,6 +518,11 @@ def build(out=DEFAULT_OUT, root=ROOT, python=sys.executable):
     env = dict(os.environ, MPLBACKEND="module://matplotlib_inline.backend_inline",
                PYTHONPATH=os.pathsep.join(filter(None, [str(root), os.environ.get("PYTHONPATH")])))
     env.pop(run_cache.ENV, None)   # the website trains for real, even inside a test run: lesson 09 prints how long
+    frames = out / "frames"
+    if frames.exists():
+        shutil.rmtree(frames)
+    (frames / "course-frames").mkdir(parents=True)
+    env[FRAMES_ENV] = str(frames)
     mathjax = stage_mathjax(out / "static")
     if mathjax is not None:
         env[MATHJAX_ENV] = str(mathjax)

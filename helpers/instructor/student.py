@@ -31,11 +31,20 @@ cell is an nbgrader solution cell, and each check cell an autograded test cell
 worth :data:`~helpers.instructor.grading.scoring.POINTS_PER_EXERCISE` points whose
 hidden tests (after the check line) grade the function on the grader's hidden
 cases. ``nbgrader generate_assignment`` then releases exactly ``notebooks/``.
+
+A learner's work is never overwritten: ``main`` rewrites a file of ``notebooks/`` only
+when it holds exactly what the last commit or this tool itself last wrote there. A file
+with any other edit (an answer, outputs, a note) is left as it is, named, and the run
+exits 1 (:func:`edits_not_ours`). Learners work in ``my-notebooks/`` anyway (``make lab``),
+which no command of the course writes to once a lesson is there.
 """
 
 import argparse
 import copy
+import hashlib
+import json
 import re
+import subprocess
 import sys
 from pathlib import Path
 
@@ -267,12 +276,17 @@ def refresh_front_matter(nb, path, repository=course.REPOSITORY, branch=course.B
     return nb
 
 
+def student_notebook_text(solution, lesson, repository=course.REPOSITORY, branch=course.BRANCH):
+    """The exact text of the student notebook generated from the solution notebook ``solution``."""
+    student = make_student(solution, lesson)
+    refresh_front_matter(student, f"notebooks/{lesson}.ipynb", repository, branch)
+    return nbformat.writes(student) + "\n"
+
+
 def student_text(solution_path, repository=course.REPOSITORY, branch=course.BRANCH):
     """The exact text of the student notebook generated from ``solution_path``."""
     solution = nbformat.read(str(solution_path), as_version=4)
-    student = make_student(solution, Path(solution_path).stem)
-    refresh_front_matter(student, f"notebooks/{Path(solution_path).name}", repository, branch)
-    return nbformat.writes(student) + "\n"
+    return student_notebook_text(solution, Path(solution_path).stem, repository, branch)
 
 
 def refreshed_solution_text(solution_path):
@@ -284,6 +298,107 @@ def refreshed_solution_text(solution_path):
     return nbformat.writes(solution) + "\n"
 
 
+#: What ``main`` last wrote into ``notebooks/``, by file name (sha256 of the text): a notebook
+#: that still holds exactly that text is the generator's own, safe to regenerate. Git-ignored.
+WRITTEN_RECORD = ROOT / "_build" / "student-written.json"
+
+
+def _sha256(text):
+    return hashlib.sha256(text.encode("utf-8")).hexdigest()
+
+
+def _committed_text(path, root=ROOT):
+    """The text of ``path`` as the checkout's last commit has it, or None (no git, not committed)."""
+    try:
+        relative = Path(path).resolve().relative_to(Path(root).resolve())
+        result = subprocess.run(["git", "show", f"HEAD:{relative.as_posix()}"], cwd=root,
+                                capture_output=True, text=True, encoding="utf-8", timeout=30)
+    except (ValueError, OSError, subprocess.SubprocessError):
+        return None
+    return result.stdout if result.returncode == 0 else None
+
+
+def _read_record(record):
+    try:
+        return json.loads(Path(record).read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return {}
+
+
+def _shown(path):
+    """``path`` relative to the working folder when it is inside it (as a learner typed it)."""
+    try:
+        return str(Path(path).resolve().relative_to(Path.cwd().resolve()))
+    except ValueError:
+        return str(path)
+
+
+def differing_cells(current_text, expected_text):
+    """The 1-based numbers of the cells whose source (or outputs) differ between two notebooks.
+
+    A cell present in one and missing in the other counts as differing; outputs and
+    execution counts count (a generated notebook has none).
+    """
+    def cells(text):
+        nb = nbformat.reads(text, as_version=4)
+        return [(c.cell_type, c.source, len(c.get("outputs", []) or []) > 0
+                 or c.get("execution_count") is not None) for c in nb.cells]
+
+    try:
+        mine, ours = cells(current_text), cells(expected_text)
+    except Exception:              # not a notebook any more: every cell differs
+        return [1]
+    return [i + 1 for i in range(max(len(mine), len(ours)))
+            if i >= len(mine) or i >= len(ours) or mine[i] != ours[i]]
+
+
+def looks_generated(text):
+    """Whether a student notebook's text still looks as generated: no outputs or execution counts,
+    and each exercise of its ``metadata.course`` still the stub."""
+    try:
+        nb = nbformat.reads(text, as_version=4)
+    except Exception:
+        return False
+    code = [c for c in nb.cells if c.cell_type == "code"]
+    if any(c.get("outputs") or c.get("execution_count") is not None for c in code):
+        return False
+    stub = "\n".join(STUB)
+    for name in nb.metadata.get("course", {}).get("exercises", []):
+        cell = next((c for c in code if re.search(rf"^\s*def {re.escape(name)}\(", c.source, re.M)), None)
+        if cell is None or stub not in "\n".join(line.strip() for line in cell.source.splitlines()):
+            return False
+    return True
+
+
+def edits_not_ours(target, solution, record, root=ROOT):
+    """Whether ``target`` (a file of ``notebooks/``) holds edits that ``make student`` did not write.
+
+    It is the generator's own when its text is the one this tool last wrote there
+    (:data:`WRITTEN_RECORD`), or what it generates from the committed ``solution``, or the
+    committed text of ``target`` itself while that still looks generated (no outputs, every
+    exercise a stub: a learner may commit an answer too). Anything else -- a learner's answer,
+    a run's outputs -- is someone's work, and is never overwritten.
+    Returns None when it is ours, else the text it was compared with ("" when there is none).
+    """
+    current = target.read_text(encoding="utf-8")
+    if record.get(target.name) == _sha256(current):
+        return None
+    committed_solution = _committed_text(solution, root)
+    generated = None
+    if committed_solution is not None:
+        try:
+            generated = student_notebook_text(nbformat.reads(committed_solution, as_version=4),
+                                              Path(solution).stem)
+        except Exception:
+            generated = None
+        if generated == current:
+            return None
+    committed = _committed_text(target, root)
+    if committed == current and looks_generated(current):
+        return None
+    return generated or committed or ""
+
+
 def main(argv=None):
     parser = argparse.ArgumentParser(prog="python -m helpers.instructor.student",
                                      description=__doc__.split("\n\n")[0])
@@ -293,7 +408,10 @@ def main(argv=None):
                         help="write nothing; exit 1 if a student notebook is missing or out of date, "
                              "or a solution's badge, setup cell or nbgrader marks are")
     args = parser.parse_args(argv)
-    stale = []
+    record_path = WRITTEN_RECORD if args.notebooks.resolve() == (ROOT / "notebooks").resolve() \
+        else args.notebooks.parent / "_build" / "student-written.json"
+    record = _read_record(record_path)
+    stale, kept = [], []
     for lesson in course.lessons(args.solutions):
         path = args.solutions / f"{lesson}.ipynb"
         text, current = refreshed_solution_text(path), path.read_text(encoding="utf-8")
@@ -306,12 +424,37 @@ def main(argv=None):
         text = student_text(path)
         current = target.read_text(encoding="utf-8") if target.exists() else None
         if current == text:
+            record[target.name] = _sha256(text)
             continue
         stale.append(target)
-        if not args.check:
-            target.parent.mkdir(parents=True, exist_ok=True)
-            target.write_text(text, encoding="utf-8")
-            print(f"wrote {target}")
+        if args.check:
+            continue
+        if current is not None:
+            compared = edits_not_ours(target, path, record, args.notebooks.parent)
+            if compared is not None:
+                cells = differing_cells(current, compared) if compared else []
+                listed = ", ".join(map(str, cells[:8])) + (" ..." if len(cells) > 8 else "")
+                kept.append(f"{_shown(target)}" + (
+                    f": cell{'s' * (len(cells) > 1)} {listed} differ{'s' * (len(cells) == 1)} from what "
+                    f"the committed solution generates" if cells else ""))
+                continue
+        target.parent.mkdir(parents=True, exist_ok=True)
+        target.write_text(text, encoding="utf-8")
+        record[target.name] = _sha256(text)
+        print(f"wrote {target}")
+    if not args.check:
+        try:
+            record_path.parent.mkdir(parents=True, exist_ok=True)
+            record_path.write_text(json.dumps(record, indent=1, sort_keys=True) + "\n", encoding="utf-8")
+        except OSError:
+            pass
+    if kept:
+        print("make student left these as they are: they hold edits it did not write (a learner's "
+              "answers, outputs or notes):\n  " + "\n  ".join(kept) + "\n"
+              "Nothing was overwritten. A learner's own copies of the lessons belong in my-notebooks/ "
+              "(make lab makes them). To regenerate such a file, first move it out of notebooks/ (the "
+              "edits stay in the moved copy), then run make student again.", file=sys.stderr)
+        return 1
     if args.check and stale:
         print("out of date (run `make student`): " + ", ".join(str(p) for p in stale))
         return 1
