@@ -9,8 +9,6 @@
   :mod:`helpers.course`;
 - :mod:`helpers.lessons`: each lesson's own lab code (``lessons/lNN_topic/``);
 - :mod:`helpers.instructor` and :mod:`helpers.grade`: for instructors only (student notebooks, grading);
-- :mod:`helpers.run_cache`: a name the website builder still reads (the tests' training cache is
-  ``tests/run_cache.py``).
 """
 
 __version__ = "0.1.0"

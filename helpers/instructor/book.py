@@ -34,7 +34,7 @@ from pathlib import Path
 
 import nbformat
 
-from helpers import course, run_cache
+from helpers import course
 
 from .release import lesson_title
 from .student import ROOT
@@ -517,7 +517,8 @@ def build(out=DEFAULT_OUT, root=ROOT, python=sys.executable):
         shutil.rmtree(html)
     env = dict(os.environ, MPLBACKEND="module://matplotlib_inline.backend_inline",
                PYTHONPATH=os.pathsep.join(filter(None, [str(root), os.environ.get("PYTHONPATH")])))
-    env.pop(run_cache.ENV, None)   # the website trains for real, even inside a test run: lesson 09 prints how long
+    env.pop("COURSE_RUN_CACHE", None)
+    env.pop("PYTHONSTARTUP", None)   # the website trains for real, even inside a test run: lesson 09 prints how long
     frames = out / "frames"
     if frames.exists():
         shutil.rmtree(frames)
