@@ -149,7 +149,7 @@ def dk_figure(words, softmax, query="it", samples=1000):
         for bar, w in zip(bars_scaled, softmax(s / np.sqrt(d_k))):
             bar.set_height(w)
 
-    animated = [hist_raw, hist_scaled, ax1.title, ax2.title, *bars_raw, *bars_scaled,
+    animated = [hist_raw, hist_scaled, ax1.title, *bars_raw, *bars_scaled, ax2.title,
                 ax1.get_legend(), ax2.get_legend()]                 # legends stay on top
     return fig, update, animated
 
