@@ -363,9 +363,10 @@ RIGHT_BY_EXERCISE = {"online_softmax_attention": RIGHT, "causal_online_softmax_a
 
 def test_a_loop_per_query_block_that_the_probe_stops_passes_with_a_note():
     # the grader runs the probe with no time limit and gives full marks: the check must not
-    # reject it for its speed (here a limit small enough to stop the probe on any machine)
+    # reject it for its speed (here a limit small enough to stop the probe: 4 x 5 ms, where the
+    # probe took 0.11 s on the course's machine when idle; 4 x 50 ms let it finish there)
     exercise = EXERCISES["online_softmax_attention"]
-    report = evaluate(exercise, flash2_port, time_limit=0.05)
+    report = evaluate(exercise, flash2_port, time_limit=0.005)
     assert report.ok and "so that part was not judged" in report.notes[0]
 
 
