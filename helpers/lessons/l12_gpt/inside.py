@@ -3,9 +3,10 @@
 - :func:`head_view`: lesson 10's head view (lesson 08's ``sentence_weights`` picture) of one
   character of one line: where it looks, in every block and head;
 - :func:`head_targets`: for every head, the mean attention weight on a named position (the
-  previous character, the one before it, itself, the start of the current word, the start of
-  the line), over every held-out query where that position is defined (the starts only where
-  they are 3 or more characters back); beside it, what uniform attention would give;
+  previous character, the one before it, itself, the start of the current word, the space or
+  line break just before that word, the start of the line), over every held-out query where
+  that position is defined (the word's targets only where the word began 3 or more characters
+  back); beside it, what uniform attention would give;
 - :func:`ablation`: the held-out loss with one head's output removed, head by head;
 - :func:`induction`: on random letters repeated once, each head's weight on the character
   after the earlier copy of the current one (an induction head's target, Olsson et al. 2022),
@@ -18,7 +19,8 @@ from ...threads import blas_threads
 from ..l08_training import plots as l08_plots
 from . import model, text
 
-TARGETS = ("previous character", "two back", "itself", "start of the word", "start of the line")
+TARGETS = ("previous character", "two back", "itself", "start of the word", "space before the word",
+           "start of the line")
 
 
 def _targets(chars):
@@ -26,8 +28,9 @@ def _targets(chars):
 
     A word starts after a space or a line break; a line starts after a line break. The start of
     the word counts only inside a word and when it is at least 3 before i (so that it is none of
-    i, i - 1 and i - 2); the start of the line likewise, and only after the line's first word (so
-    that it is not the start of the word as well).
+    i, i - 1 and i - 2); the space before the word (the space or line break just before its
+    start, the word's boundary) on the same queries; the start of the line likewise, and only
+    after the line's first word (so that it is not the start of the word as well).
     """
     T = len(chars)
     out = np.full((len(TARGETS), T), -1)
@@ -45,8 +48,9 @@ def _targets(chars):
         inside = c not in " \n"
         if inside and 0 <= word <= i - 3:
             out[3, i] = word
+            out[4, i] = word - 1
         if 0 <= line <= i - 3 and line < word:
-            out[4, i] = line
+            out[5, i] = line
     return out
 
 
