@@ -16,7 +16,6 @@
 import numpy as np
 
 from ...threads import blas_threads
-from ..l08_training import plots as l08_plots
 from . import model, text
 
 TARGETS = ("previous character", "two back", "itself", "start of the word", "space before the word",
@@ -143,28 +142,39 @@ def induction(params, config, count=100, length=25, seed=0):
 
 
 # ------------------------------------------------------------------- figures
-def _cells(line):
-    """The characters of a line as the words of lesson 08's picture (a space shown as ␣)."""
-    return " ".join({" ": "␣", "\n": "⏎"}.get(c, c) for c in line)
-
-
-def head_view(params, config, line, position=None, title=None):
+def head_view(params, config, line, position=None, title=None, min_label=0.1):
     """Where character ``position`` of ``line`` looks, in every block and head: one row each.
 
-    Lesson 10's head view, drawn with lesson 08's ``sentence_weights``. ``position`` defaults to
-    the last character. Returns the matplotlib Figure.
+    Lesson 10's head view, for characters: one row per head, one column per character the
+    query can see (the line up to and including ``position``; causal attention puts nothing
+    after it), each cell coloured by its weight, weights of ``min_label`` or more written in it.
+    ``position`` defaults to the last character. Returns the matplotlib Figure.
     """
     import matplotlib.pyplot as plt
+
+    from ... import plots
 
     ids = text.encode(line, config)
     position = len(ids) - 1 if position is None else int(position)
     _, maps = model.forward(params, config, ids[None], return_weights=True)
-    rows = np.concatenate([w[0, :, position] for w in maps])       # (L h, T)
+    rows = np.concatenate([w[0, :, position, :position + 1] for w in maps])   # (L h, position + 1)
     labels = [f"block {l}, head {h}" for l in range(1, len(maps) + 1)
               for h in range(1, config["num_heads"] + 1)]
-    fig, ax = plt.subplots(figsize=(0.3 * len(ids) + 2, 0.5 * len(rows) + 1.4))
-    l08_plots.sentence_weights(rows, [_cells(line)] * len(rows), position, ax=ax, row_labels=labels,
-                               title=title or f"Where {line[position]!r} (character {position}) looks")
-    ax.set_xlabel("character position (framed in orange: the query character)")
+    fig, ax = plt.subplots(figsize=(9, 0.42 * len(rows) + 1.6))
+    image = ax.imshow(rows, cmap=plots.SEQUENTIAL, vmin=0, vmax=1, aspect="auto")
+    for (r, j), value in np.ndenumerate(rows):
+        if value >= min_label:
+            ax.text(j, r, f"{value:.2f}"[1:] if value < 1 else "1", ha="center", va="center",
+                    fontsize=9, color="black" if value > 0.5 else "white")
+    ax.add_patch(plt.Rectangle((position - 0.5, -0.5), 1, len(rows), fill=False, linewidth=2.5,
+                               edgecolor=plots.ORANGE))
+    ax.set_xticks(range(position + 1), labels=[{" ": "␣", "\n": "⏎"}.get(c, c) for c in line[:position + 1]],
+                  fontsize=11, family="monospace")
+    ax.tick_params(axis="x", length=0)
+    ax.set_yticks(range(len(rows)), labels=labels, fontsize=10)
+    fig.colorbar(image, ax=ax, fraction=0.03, pad=0.01, label="attention weight")
+    ax.set_title(title or f"Where {line[position]!r} (character {position}) looks, in each head "
+                 f"(weights of {min_label:.2f} or more written)", fontsize=11)
+    ax.set_xlabel("the characters it can see (framed in orange: the query character)", fontsize=10)
     fig.tight_layout()
     return fig
