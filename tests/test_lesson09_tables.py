@@ -50,5 +50,6 @@ def test_the_tables_fit_in_100_characters_for_the_lessons_five_seeds_and_four_ba
     accuracy = [{band: {"accuracy": 0.57} for band in bands} for _ in range(5)]
     scaled = [{band: 0.73 for band in bands} for _ in range(5)]
     by_seed = {position: [{s: 0.958 for s in (0, 1, 2, 3, 4, 8)}] * 5 for position in BY_SEED}
-    for text in (tables.where_the_weight_goes(inside, accuracy, scaled, inside), tables.by_shift(by_seed, 0.467)):
+    texts = tables.where_the_weight_goes(inside, accuracy, scaled, inside), tables.by_shift(by_seed, 0.467)
+    for text in texts:
         assert max(len(line) for line in text.splitlines()) <= 100

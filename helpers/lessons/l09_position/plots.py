@@ -207,7 +207,8 @@ def accuracy_by_band(results, *, chance, title=""):
         for row in table:
             ax.plot(x, row, linestyle="none", marker="o", markersize=4, color=BLACK)
     handles += ax.plot([], [], linestyle="none", marker="o", markersize=4, color=BLACK, label="one seed")
-    handles.append(ax.axhline(chance, color=GREY, linestyle=":", linewidth=1.5, label=f"chance ({chance:.3g})"))
+    handles.append(ax.axhline(chance, color=GREY, linestyle=":", linewidth=1.5,
+                              label=f"chance ({chance:.3g})"))
     ax.set_xticks(range(len(bands)),
                   labels=[f"{band}" + ("\n(trained length)" if i == 0 else "\n(beyond it)")
                           for i, band in enumerate(bands)])

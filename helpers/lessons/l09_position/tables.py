@@ -37,7 +37,8 @@ def by_shift(by_seed, none):
             lines.append(f"{position:>10} seed {seed}:  " + "  ".join(f"{accuracy[s]:.3f}" for s in shifts))
     at_0 = {position: np.array([seed[0] for seed in seeds]) for position, seeds in by_seed.items()}
     best = [max(seeds[s] for seeds in by_seed["sinusoidal"]) for s in shifts]
-    lines.append(f"{'sinusoidal, best':>17}:  " + "  ".join(f"{b:.3f}" for b in best) + "   (best seed at each shift)")
+    lines.append(f"{'sinusoidal, best':>17}:  " + "  ".join(f"{b:.3f}" for b in best)
+                 + "   (best seed at each shift)")
     lines.append(f"{'none, seed 0':>17}:  {none:.3f} at every shift (no position, no mask)")
     lines.append(f"s = 0, mean of {count} seeds: "
                  + ", ".join(f"{position} {values.mean():.3f}" for position, values in at_0.items()))
@@ -94,8 +95,10 @@ def where_the_weight_goes(inside, accuracy, scaled, inside_sinusoidal):
     lines.append("   " + ", ".join(f"{seed[last]['per_key_untrained'] / seed[last]['per_key_trained']:.2f}"
                              for seed in inside))
     lines.append(f"rope, positions {last}, each seed: accuracy as measured -> with log-n scaling:")
-    lines.append("   " + ", ".join(f"{a[last]['accuracy']:.2f} -> {s[last]:.2f}" for a, s in zip(accuracy, scaled)))
+    lines.append("   " + ", ".join(f"{a[last]['accuracy']:.2f} -> {s[last]:.2f}"
+                                   for a, s in zip(accuracy, scaled)))
     lines.append("sinusoidal, the right key's share among the seen offsets, by band of positions:")
-    lines.append("   " + ", ".join(f"{band} {_span([seed[band]['target_among_trained'] for seed in inside_sinusoidal])}"
-                               for band in inside_sinusoidal[0]))
+    lines.append("   " + ", ".join(
+        f"{band} {_span([seed[band]['target_among_trained'] for seed in inside_sinusoidal])}"
+        for band in inside_sinusoidal[0]))
     return "\n".join(lines)
