@@ -124,3 +124,18 @@ def test_a_rope_indexing_a_table_by_position_is_told_negative_positions_are_allo
     report = evaluate(exercise, rope, stop_at_first_failure=True)
     assert "negative positions" in report.failures[0].lower() and "allowed" in report.failures[0]
     assert "use the positions it is given" not in report.failures[0]
+
+
+def _added_onto_empty_like(x):
+    out = np.empty_like(x)                 # every entry written, but by += onto unset memory
+    out[0] += 2 * x[0]
+    out[1:] += 0.0
+    return out
+
+
+def test_entries_added_onto_empty_like_are_told_apart_from_entries_never_written():
+    for seed in range(5):
+        report = evaluate(HALF, _added_onto_empty_like, HALF.cases(seed=seed))
+        assert report.passed == 0, seed
+        assert "adds onto memory it never set" in report.failures[0], report.failures[0]
+        assert "never writes" not in report.failures[0]

@@ -15,6 +15,8 @@ WRONG = {
     "K from W_q": (lambda X, W_q, W_k, W_v: (X @ W_q, X @ W_q, X @ W_v), "K was computed with W_q"),
     "transposed weights": (lambda X, W_q, W_k, W_v: (X @ W_q.T, X @ W_k.T, X @ W_v.T),
                            "used transposed"),
+    "W_q for all three": (lambda X, W_q, W_k, W_v: tuple(X @ W_q for _ in range(3)),
+                          "Q, K and V were all computed with W_q"),
     "Q and K swapped": (lambda X, W_q, W_k, W_v: (X @ W_k, X @ W_q, X @ W_v), "Q and K are swapped"),
     "wrong order": (lambda X, W_q, W_k, W_v: (X @ W_q, X @ W_v, X @ W_k), "wrong order"),
     "no return": (lambda X, W_q, W_k, W_v: None, "should return a tuple of 3 values"),

@@ -36,6 +36,11 @@ SOFTMAX_WRONG = {
     "y - dy (the softmax + cross-entropy shortcut)": (lambda y, dy, axis=-1: y - dy,
                                                       "followed by cross-entropy"),
     "diagonal only": (lambda y, dy, axis=-1: y * (1 - y) * dy, "only the diagonal of the Jacobian"),
+    "y * (1 - y) times the whole bracket": (
+        lambda y, dy, axis=-1: y * (1 - y) * (dy - (dy * y).sum(axis=axis, keepdims=True)),
+        "multiplies the whole bracket"),
+    "mean instead of sum": (lambda y, dy, axis=-1: y * (dy - (dy * y).mean(axis=axis, keepdims=True)),
+                            "a mean, not a sum"),
     "no factor y": (lambda y, dy, axis=-1: dy - (dy * y).sum(axis=axis, keepdims=True),
                     "the factor y in front is missing"),
     "sum of dy alone": (lambda y, dy, axis=-1: y * (dy - dy.sum(axis=axis, keepdims=True)),
@@ -241,8 +246,10 @@ NUMERICAL_RIGHT = {
 
 # ---------------------------------------------------------------- multi_head_attention_backward
 def mha_backward_loop(X, W_q, W_k, W_v, W_o, h, d_out, mask=None, *, W_o_T=True, dW_o_T=False,
-                      dW_T=False, dX_paths="qkv", heads="sum", scale=True, use_mask=True, dX_W=True):
+                      dW_T=False, dX_paths="qkv", heads="sum", scale=True, use_mask=True, dX_W=True,
+                      dX_empty=False):
     """A learner's multi-head backward: a loop over heads with column slices."""
+    dX = np.empty_like(X) if dX_empty else None         # the learner's accumulator, never zeroed
     n, d_model = X.shape
     d_head = d_model // h
     merged, cache = np.zeros((n, d_model)), []
@@ -278,6 +285,10 @@ def mha_backward_loop(X, W_q, W_k, W_v, W_o, h, d_out, mask=None, *, W_o_T=True,
             dX_h[:, c] = dQ + dK + dV
         dX_heads.append(dX_h)
     grads["X"] = {"sum": sum(dX_heads), "mean": sum(dX_heads) / h, "last": dX_heads[-1]}[heads]
+    if dX_empty:                                        # np.empty_like first, then += every head's part
+        for dX_h in dX_heads:
+            dX += dX_h
+        grads["X"] = dX
     return grads
 
 
@@ -318,6 +329,8 @@ MHA_WRONG = {
         lambda *a, mask=None: mha_backward_loop(*a, mask, heads="last"), "only the last head's"),
     "dX averaged over heads": (lambda *a, mask=None: mha_backward_loop(*a, mask, heads="mean"),
                                "were averaged"),
+    "dX = np.empty_like(X), then += each head's part": (
+        lambda *a, mask=None: mha_backward_loop(*a, mask, dX_empty=True), "adds onto memory it never set"),
     "no 1/sqrt(d_head)": (lambda *a, mask=None: mha_backward_loop(*a, mask, scale=False),
                           "1/sqrt(d_head) is missing"),
     "mask ignored": (lambda *a, mask=None: mha_backward_loop(*a, mask, use_mask=False),

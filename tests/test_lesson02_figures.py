@@ -109,3 +109,10 @@ def test_dk_explorer_is_a_slider_over_powers_of_two_and_a_picture():
     before = bytes(image.value)
     slider.value = 512
     assert bytes(image.value) != before
+
+
+@pytest.mark.parametrize("d_k", [4, 256])
+def test_dk_figure_weights_panel_title_names_d_k(d_k):
+    fig, update, _ = lesson02.dk_figure(WORDS, reference.softmax)
+    update(d_k)
+    assert f"d_k = {d_k}\n" in fig.axes[1].get_title()

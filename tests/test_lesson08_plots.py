@@ -45,7 +45,9 @@ def test_sentence_weights_writes_each_word_and_weight_and_frames_the_query():
     texts = [t.get_text() for t in ax.texts]
     assert "cat\n0.70" in texts and "he\n0.50" in texts
     frames = [p for p in ax.patches if isinstance(p, plt.Rectangle)]
-    assert len(frames) == 4                    # a query frame and an answer frame per row
+    assert len(frames) == 6                    # a query frame and a two-line answer frame per row
+    answer = [(p.get_edgecolor()[:3], p.get_linestyle()) for p in frames[1:3]]
+    assert answer == [((0.0, 0.0, 0.0), "-"), ((1.0, 1.0, 1.0), "--")]   # dashed white over black
     assert ax.get_title() == "Where it looks" and ax.get_xlabel()
     plt.close(ax.figure)
 

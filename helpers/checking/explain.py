@@ -13,7 +13,8 @@ running it again on a changed input, never by guessing:
   pattern, which a fresh ``np.empty`` most likely gets back (NumPy keeps small freed
   buffers for reuse, and ``malloc`` hands a freed block of the same size back first):
   unwritten entries then read as NaN instead of passing as zeros by luck. Run twice with
-  two patterns, the entries that change are the unwritten ones.
+  two patterns, the entries that change are the unwritten ones; run a third time on memory
+  left at 0, they come out right when the function adds onto them (``+=`` on ``np.empty``).
 - :func:`what`: a return value described in a few words ("a list of 3 arrays").
 """
 
@@ -98,6 +99,7 @@ def unwritten_entries(exercise, fn, case, got, expected, call, time_limit=None):
     if not any(a.dtype.kind == "f" and np.isnan(a).any() for _, a in _parts(got)):
         return None
     again = call(fn, case, time_limit, prefill=expected, fill=FILLS[1])[0]
+    zeroed = None                        # a third run, on memory left at 0, only if needed
     names = exercise.outputs
     for (suffix, first), (_, second) in zip(_parts(got), _parts(again)):
         if first.shape != second.shape or first.dtype.kind != "f":
@@ -108,11 +110,31 @@ def unwritten_entries(exercise, fn, case, got, expected, call, time_limit=None):
         name = names[0] + suffix if suffix.startswith("[") or len(names) == 1 else \
             names[int(suffix)] if int(suffix) < len(names) else f"value{suffix}"
         where = tuple(int(i) for i in np.argwhere(moved)[0])
+        if zeroed is None:
+            zeroed = call(fn, case, time_limit, prefill=expected, fill=0)[0]
+        if _accumulated(moved, dict(_parts(zeroed)).get(suffix), dict(_parts(expected)).get(suffix)):
+            return (f"{name} adds onto memory it never set: {int(moved.sum())} of {moved.size} "
+                    f"entries come out right when that memory happens to hold zeros, and wrong "
+                    f"otherwise (NaN on one run, {second[where]:.3g} on another, at index {where}). "
+                    f"np.empty and np.empty_like do not set their entries: a sum built with += "
+                    f"must start from np.zeros_like.")
         return (f"{name} has {int(moved.sum())} of {moved.size} entries it never writes (at index "
                 f"{where}, for one): they hold whatever was in memory before (NaN on one run, "
                 f"{second[where]:.3g} on another). np.empty and np.empty_like do not set their "
                 f"entries; start from np.zeros_like (or write every entry).")
     return None
+
+
+def _accumulated(moved, zeroed, expected):
+    """Whether the ``moved`` entries were written by adding onto unset memory.
+
+    They were when, run on memory left at 0, every one of them is right, and at least one is
+    not 0 (an entry never written reads 0 there too, right only where 0 is expected).
+    """
+    if zeroed is None or expected is None or zeroed.shape != moved.shape or np.shape(expected) != moved.shape:
+        return False
+    right = np.isclose(zeroed, expected, rtol=1e-6, atol=1e-12)[moved]
+    return bool(right.all() and (np.asarray(expected)[moved] != 0).any())
 
 
 # ----------------------------------------------------------------- an exception explained

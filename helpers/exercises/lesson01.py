@@ -9,7 +9,8 @@ cross_project_qkv
     Every case has n_q != n_k and d_k != d_v, so each wrong choice of source gives
     its own shapes and numbers and can be named.
 
-Both accept a float32 answer within float32's precision (the lesson says so).
+Both reject an answer computed in float32, with a message that names float32 and
+asks for float64 (the lesson says so).
 """
 
 from .. import reference
@@ -53,6 +54,9 @@ def _hidden_shapes(rng):
 
 
 MISTAKES = [
+    Mistake("Q, K and V were all computed with W_q. Each projection has its own matrix: "
+            "Q = X @ W_q, K = X @ W_k, V = X @ W_v.",
+            lambda X, W_q, W_k, W_v: (X @ W_q, X @ W_q, X @ W_q)),
     Mistake("K was computed with W_q. Each projection has its own matrix: "
             "K must use W_k.",
             lambda X, W_q, W_k, W_v: (X @ W_q, X @ W_q, X @ W_v)),

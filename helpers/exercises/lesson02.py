@@ -86,7 +86,8 @@ MISTAKES = [
             "scores grow with d_k and the softmax saturates (section 2).",
             lambda Q, K: Q @ K.T),
     Mistake("divided by d_k instead of sqrt(d_k). Dividing by d_k shrinks the scores too "
-            "much (their variance becomes 1/d_k) and every softmax row turns almost uniform.",
+            "much: with independent queries and keys, as at initialisation, their variance becomes "
+            "1/d_k and every softmax row turns almost uniform.",
             lambda Q, K: _scaled(Q, K, Q.shape[-1])),
     Mistake("multiplied by sqrt(d_k) instead of dividing by it.",
             lambda Q, K: (Q @ K.T) * np.sqrt(Q.shape[-1])),

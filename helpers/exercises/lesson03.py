@@ -28,6 +28,9 @@ scaled_dot_product_attention
     (NaN from ``-inf`` alone, a uniform row from a large negative number). The
     large scores come first: on the fully masked row alone, "masked after the
     softmax, renormalised" gives the same NaN as "-inf alone" and could not be named.
+    A function that passes every case while the notebook's ``softmax`` is still the
+    reference (which returns zeros for an all ``-inf`` row) is run once more with a plain
+    softmax in its place (``inspect``): NaN there means it leaves that row to the softmax.
 
 ``softmax`` and ``scaled_dot_product_attention`` accept a float32 answer within
 float32's precision (the lesson says so); the masks must be boolean.
@@ -393,6 +396,51 @@ ATTENTION_MISTAKES = [
 ]
 
 
+_LEANS_ON_REFERENCE = (
+    "a query that may attend to nothing is left to the softmax: with every score -inf, "
+    "the notebook's softmax (still the reference one, which returns zeros for such a row) "
+    "hides it, but a plain softmax, like the one you write in this lesson, gives NaN there "
+    "(-inf - (-inf)), so once your own softmax is in use this function returns NaN. Handle "
+    "that row in the attention function itself: all-zero weights and an all-zero output.")
+
+
+def fully_masked_row_message(fn):
+    """Whether ``fn`` handles a fully masked row itself, or leans on the reference softmax.
+
+    A learner's attention usually calls the notebook's global ``softmax``. Until the
+    learner's own softmax has passed its check, that name is the reference, which returns
+    zeros for an all ``-inf`` row, so ``np.where(mask, s, -inf)`` then ``softmax`` passes
+    every case. Here ``fn`` runs once more, on a case with a fully masked query row, with
+    ``softmax`` bound to a plain stable softmax (NaN on an all ``-inf`` row, as the
+    learner's will be); NaN in the answer names the mistake. Only when the global
+    ``softmax`` is the reference: a learner whose own softmax handles such rows is right.
+
+    Returns
+    -------
+    str or None
+    """
+    import types
+
+    namespace = getattr(fn, "__globals__", None)
+    if not isinstance(fn, types.FunctionType) or namespace is None \
+            or namespace.get("softmax") is not reference.softmax:
+        return None
+    plain = types.FunctionType(fn.__code__, {**namespace, "softmax": _plain_softmax},
+                               fn.__name__, fn.__defaults__, fn.__closure__)
+    plain.__kwdefaults__ = fn.__kwdefaults__
+    rng = np.random.default_rng(0)
+    Q, K, V = rng.standard_normal((3, 4)), rng.standard_normal((5, 4)), rng.standard_normal((5, 2))
+    mask = np.ones((3, 5), dtype=bool)
+    mask[1] = False                                  # query 1 may attend to nothing
+    with np.errstate(all="ignore"):
+        got = plain(Q, K, V, mask=mask)
+    try:
+        bad = any(np.isnan(np.asarray(part, dtype=float)).any() for part in got)
+    except (TypeError, ValueError):
+        return None
+    return _LEANS_ON_REFERENCE if bad else None
+
+
 EXERCISES = [
     Exercise(
         name="softmax",
@@ -418,6 +466,7 @@ EXERCISES = [
         make_cases=make_attention_cases,
         mistakes=ATTENTION_MISTAKES,
         outputs=("out", "weights"),
+        inspect=fully_masked_row_message,
     ),
     Exercise(
         name="causal_mask_for_new_tokens",

@@ -102,6 +102,14 @@ SOFTMAX_BACKWARD_MISTAKES = [
             "if each weight depended on its own score only. But every score moves every "
             "weight of its row (the off-diagonal -y_i y_j): dx_i = y_i (dy_i - sum_j y_j dy_j).",
             lambda y, dy, axis=-1: y * (1 - y) * dy),
+    Mistake("the diagonal's factor y * (1 - y) multiplies the whole bracket: "
+            "y * (1 - y) * (dy - sum(dy * y)) has an extra factor (1 - y). The bracket, times y, "
+            "already is the whole Jacobian diag(y) - y y^T applied to dy: multiply it by y alone.",
+            lambda y, dy, axis=-1: y * (1 - y) * (dy - np.sum(dy * y, axis=axis, keepdims=True))),
+    Mistake("the term subtracted is a mean, not a sum: mean(dy * y) divides by the length of the "
+            "axis. The weights y already sum to 1, so sum(dy * y) along the axis is the average "
+            "of dy that is needed (weighted by y).",
+            lambda y, dy, axis=-1: y * (dy - np.mean(dy * y, axis=axis, keepdims=True))),
     Mistake("the factor y in front is missing: dx = y * (dy - sum(dy * y)), not "
             "dy - sum(dy * y). (A weight of 0, e.g. a masked entry, must get no gradient.)",
             lambda y, dy, axis=-1: dy - np.sum(dy * y, axis=axis, keepdims=True)),
@@ -259,11 +267,12 @@ ATTENTION_BACKWARD_MISTAKES = [
             "dV = W.T @ d_out, shape (n_k, d_v): key j's value receives from every query "
             "that looked at it.",
             lambda *a: _attention_grads(*a, dV="W")),
-    Mistake("dK is transposed: dS @ Q uses dS the wrong way round. Key j's gradient "
-            "collects column j of dS (every query's score with key j): dK = dS.T @ Q / sqrt(d_k).",
+    Mistake("dK is transposed: dS @ Q uses dS the wrong way round. Row i of dS holds query i's "
+            "scores, but key j's gradient must collect column j of dS (every query's score with "
+            "key j). It has the right shape here only because n_q = n_k.",
             lambda *a: _attention_grads(*a, dK="not transposed")),
-    Mistake("dK came out transposed, shape (d_k, n_k): it must have K's shape (n_k, d_k). "
-            "dK = dS.T @ Q / sqrt(d_k).",
+    Mistake("dK came out transposed, shape (d_k, n_k): it must have K's shape (n_k, d_k), one "
+            "row per key. Check which matrix of the product is transposed.",
             lambda *a: _attention_grads(*a, dK="transposed")),
     Mistake("dQ and dK are swapped: return (dQ, dK, dV) in that order. dQ has Q's shape "
             "and is built from K; dK has K's shape and is built from Q.",

@@ -15,11 +15,12 @@ def bars(words, values, *, title, ylabel, xlabel="key token j"):
     -------
     matplotlib Axes
     """
-    _, ax = plt.subplots(figsize=(7, 3))
+    fig, ax = plt.subplots(figsize=(8, 3.4))
     ax.bar(range(len(words)), values, color=BLUE)
-    ax.set_xticks(range(len(words)), labels=words)
+    ax.set_xticks(range(len(words)), labels=words, rotation=45, ha="right")
     ax.axhline(0, color="black", linewidth=0.8)
     ax.set_title(title)
     ax.set_xlabel(xlabel)
     ax.set_ylabel(ylabel)
+    fig.tight_layout()
     return ax

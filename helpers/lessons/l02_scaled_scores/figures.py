@@ -80,7 +80,8 @@ def dk_figure(words, softmax, query="it", samples=1000):
 
     Left: ``samples`` random scores ``q · k`` (entries N(0, 1)) before and after dividing
     by √d_k, as histograms on fixed axes. Right: the query ``query``'s softmax weights
-    over the sentence, with random ``W_Q``, ``W_K`` of size d_k, with and without the scaling.
+    over the sentence, with and without the scaling; for each d_k, fresh embeddings of size
+    d_model = d_k and fresh random d_k x d_k ``W_Q``, ``W_K`` (so which key wins changes with d_k).
 
     Parameters
     ----------
@@ -106,7 +107,7 @@ def dk_figure(words, softmax, query="it", samples=1000):
     x = np.arange(n)
     fig = Figure(figsize=(11, 3.9))
     ax1, ax2 = fig.subplots(1, 2)
-    fig.subplots_adjust(left=0.06, right=0.99, bottom=0.24, top=0.88, wspace=0.16)
+    fig.subplots_adjust(left=0.06, right=0.99, bottom=0.24, top=0.85, wspace=0.16)
     hist_raw = ax1.stairs(np.zeros(80), bins, fill=True, color=VERMILLION, alpha=0.6, label="raw q · k")
     hist_scaled = ax1.stairs(np.zeros(80), bins, fill=True, color=BLUE, alpha=0.6,
                              label="q · k / √d_k")
@@ -119,7 +120,6 @@ def dk_figure(words, softmax, query="it", samples=1000):
                           label="softmax(q · k / √d_k)")
     ax2.set_xticks(x, labels=words, rotation=45, ha="right")
     ax2.set_ylim(0, 1.05)
-    ax2.set_title(f"Weights of the query '{query}' over the {n} keys")
     ax2.set_xlabel("key token j")
     ax2.set_ylabel("attention weight")
     ax2.legend(loc="upper left")
@@ -142,12 +142,14 @@ def dk_figure(words, softmax, query="it", samples=1000):
         hist_scaled.set_data(np.histogram(dots / np.sqrt(d_k), bins)[0] / samples)
         ax1.set_title(f"{samples} random scores, d_k = {d_k}: std {dots.std():.1f} raw, "
                       f"{(dots / np.sqrt(d_k)).std():.1f} scaled")
+        ax2.set_title(f"Weights of the query '{query}' over the {n} keys, d_k = {d_k}\n"
+                      f"(fresh embeddings of size d_model = d_k for each d_k)", fontsize=10)
         for bar, w in zip(bars_raw, softmax(s)):
             bar.set_height(w)
         for bar, w in zip(bars_scaled, softmax(s / np.sqrt(d_k))):
             bar.set_height(w)
 
-    animated = [hist_raw, hist_scaled, ax1.title, *bars_raw, *bars_scaled,
+    animated = [hist_raw, hist_scaled, ax1.title, *bars_raw, *bars_scaled, ax2.title,
                 ax1.get_legend(), ax2.get_legend()]                 # legends stay on top
     return fig, update, animated
 

@@ -7,12 +7,15 @@ Colour-blind-safe Okabe-Ito colours (:mod:`helpers.plots`); the sliders are buil
 import matplotlib.pyplot as plt
 import numpy as np
 
-from ...plots import BLUE, VERMILLION
+from ...plots import BLUE, GREY, VERMILLION
 from ...widgets import choice_slider, live_figure
 
 
 def scores_and_weights(words, scores, weights, query):
     """Two bar charts side by side: a query's scores over the keys, then its softmax weights.
+
+    Colours as in the rest of lesson 03: blue = weights, vermillion = output only, so the
+    scores are grey.
 
     Parameters
     ----------
@@ -25,7 +28,7 @@ def scores_and_weights(words, scores, weights, query):
     matplotlib Figure
     """
     fig, (left, right) = plt.subplots(1, 2, figsize=(12, 3.6))
-    panels = [(left, scores, VERMILLION, f"Scores of the query '{query}' (any real number)",
+    panels = [(left, scores, GREY, f"Scores of the query '{query}' (any real number)",
                "scaled score"),
               (right, weights, BLUE, "After the softmax: positive, summing to 1",
                "attention weight")]

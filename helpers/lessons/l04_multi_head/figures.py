@@ -51,7 +51,7 @@ def head_columns(words, d_model, num_heads):
 
 
 def head_count_explorer(multi_head_attention, X, W_q, W_k, W_v, W_o, tokens, value=8,
-                        figsize=(8.5, 4.2)):
+                        figsize=(8.5, 5.2)):
     """A head-count slider above every head's attention map (lesson 04).
 
     Each step calls ``multi_head_attention(X, W_q, W_k, W_v, W_o, num_heads=h)`` (the
@@ -77,9 +77,17 @@ def head_count_explorer(multi_head_attention, X, W_q, W_k, W_v, W_o, tokens, val
     def draw(fig, h):
         _, weights = multi_head_attention(X, W_q, W_k, W_v, W_o, num_heads=h)   # (h, n, n)
         d_head = d_model // h
-        fig.subplots_adjust(left=0.13, right=0.95, bottom=0.17, top=0.86)   # room for the labels
-        plots.head_maps(weights, tokens, ax=fig.add_subplot())
+        fig.subplots_adjust(left=0.12, right=0.93, bottom=0.15, top=0.88)   # room for the labels
+        ax = fig.add_subplot()
+        plots.head_maps(weights, tokens, ax=ax)
+        # The maps keep square cells, so they fill only part of their box: put the
+        # colour bar right next to the image, not at the box's far edge.
+        ax.apply_aspect()
+        box = ax.get_position()
+        fig.axes[-1].set_position([box.x1 + 0.015, box.y0, 0.018, box.height])
         fig.suptitle(f"{h} head{'s' if h > 1 else ''} × d_head = {d_head}  "
-                     f"(scores scaled by 1/√{d_head} = {1 / d_head ** 0.5:.3f})")
+                     f"(scores scaled by 1/√{d_head} = {1 / d_head ** 0.5:.3f})"
+                     + ("" if h <= 8 else f"\nevery tile: the {len(tokens)} tokens in sentence order, "
+                        "as labelled with up to 8 heads"), fontsize=11)
 
     return figure_slider(head_count_slider(d_model, value=value), draw, figsize=figsize)

@@ -111,8 +111,9 @@ def sentence_weights(weights, sentences, query, *, ax=None, title="", row_labels
         ax.add_patch(plt.Rectangle((q - 0.5, r - 0.5), 1, 1, fill=False, linewidth=2.5,
                                    edgecolor="#E69F00"))
         if outline is not None:
-            ax.add_patch(plt.Rectangle((outline[r] - 0.47, r - 0.47), 0.94, 0.94, fill=False,
-                                       linewidth=1.5, linestyle="--", edgecolor="white"))
+            for colour, style, width in (("black", "-", 2.5), ("white", "--", 1.5)):   # shows on any colour
+                ax.add_patch(plt.Rectangle((outline[r] - 0.47, r - 0.47), 0.94, 0.94, fill=False,
+                                           linewidth=width, linestyle=style, edgecolor=colour))
     ax.set_xticks(range(W.shape[1]))
     ax.set_yticks(range(len(sentences)), labels=row_labels if row_labels is not None
                   else [f"sentence {r + 1}" for r in range(len(sentences))])
