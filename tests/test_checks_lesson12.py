@@ -14,6 +14,7 @@ import pytest
 
 from helpers.checking.compare import difference
 from helpers.exercises import EXERCISES, lesson12
+from versions import failing_message
 
 
 # ------------------------------------------------------------ layer_norm_backward
@@ -38,6 +39,19 @@ def ln_staged(d_out, x, gamma, eps=1e-5, *, ddof=0, mean_path=True, var_path=Tru
     if no_sum:
         lead = ()
     return dx, np.sum(d_out * (x if dgamma_x else xhat), axis=lead), np.sum(d_out, axis=lead)
+
+
+def ln_sloppy(d_out, x, gamma, eps=1e-5, *, eps_at_the_end=True, std_ddof=0, ignore_eps=False):
+    """x_hat from np.std, the two paths as row means; one slip at a time."""
+    eps = 1e-5 if ignore_eps else eps
+    xmu = x - x.mean(axis=-1, keepdims=True)
+    std = np.sqrt(np.std(x, axis=-1, keepdims=True, ddof=std_ddof) ** 2 + eps)
+    xhat = xmu / std
+    dxhat = d_out * gamma
+    dx = dxhat - dxhat.mean(-1, keepdims=True) - xhat * np.mean(dxhat * xhat, axis=-1, keepdims=True)
+    dx = dx / (std if eps_at_the_end else np.std(x, axis=-1, keepdims=True))
+    lead = tuple(range(x.ndim - 1))
+    return dx, np.sum(d_out * xhat, axis=lead), np.sum(d_out, axis=lead)
 
 
 def ln_compact(d_out, x, gamma, eps=1e-5):
@@ -75,6 +89,11 @@ LN_WRONG = {
     "gamma left out of dx": (lambda *a, **k: ln_staged(*a, **k, with_gamma=False), "gamma is missing"),
     "np.var(ddof=1)": (lambda *a, **k: ln_staged(*a, **k, ddof=1), "Bessel's correction"),
     "eps left out": (lambda *a, **k: ln_staged(*a, **k, no_eps=True), "eps was left out"),
+    "eps dropped from the last division": (lambda *a, **k: ln_sloppy(*a, **k, eps_at_the_end=False),
+                                           "eps was dropped from the last division"),
+    "np.std(ddof=1) in the std only": (lambda *a, **k: ln_sloppy(*a, **k, std_ddof=1),
+                                       "in the standard deviation too"),
+    "the eps argument ignored": (lambda *a, **k: ln_sloppy(*a, **k, ignore_eps=True), "eps argument is ignored"),
     "dgamma from x": (lambda *a, **k: ln_staged(*a, **k, dgamma_x=True), "sum of d_out * x_hat"),
     "dgamma summed over axis 0": (lambda *a, **k: ln_staged(*a, **k, sum_first_only=True),
                                   "first axis only"),
@@ -84,6 +103,7 @@ LN_WRONG = {
 LN_RIGHT = {
     "the chain through var and mean": ln_staged,
     "the compact formula": ln_compact,
+    "np.std and row means": ln_sloppy,
     "row by row with the Jacobian": ln_jacobian,
 }
 
@@ -99,6 +119,11 @@ def mlp_chain(d_out, x, W_1, b_1, W_2, b_2, *, dgelu="tanh", at_act=False, dW2_h
         deriv = 0.5 * (1 + np.tanh(inner)) + 0.5 * z * (1 / np.cosh(inner) ** 2) * c * (1 + 0.134145 * z ** 2)
     elif dgelu == "first term":
         deriv = 0.5 * (1 + np.tanh(inner))
+    elif dgelu == "no half":
+        deriv = 0.5 * (1 + np.tanh(inner)) + z * (1 / np.cosh(inner) ** 2) * c * (1 + 0.134145 * z ** 2)
+    elif dgelu == "sigmoid":
+        sig = 1 / (1 + np.exp(-1.702 * z))
+        deriv = sig + 1.702 * z * sig * (1 - sig)
     elif dgelu == "no cubic":
         deriv = 0.5 * (1 + np.tanh(inner)) + 0.5 * z * (1 / np.cosh(inner) ** 2) * c
     elif dgelu == "relu":
@@ -146,6 +171,8 @@ def mlp_numeric_gelu(d_out, x, W_1, b_1, W_2, b_2):
 MLP_WRONG = {
     "only 0.5 (1 + tanh u)": (lambda *a: mlp_chain(*a, dgelu="first term"), "product rule"),
     "u' without the cubic": (lambda *a: mlp_chain(*a, dgelu="no cubic"), "inner derivative"),
+    "h (1 - tanh^2) u' without its 0.5": (lambda *a: mlp_chain(*a, dgelu="no half"), "missing the 0.5"),
+    "sigmoid(1.702 h) GELU's derivative": (lambda *a: mlp_chain(*a, dgelu="sigmoid"), "sigmoid approximation"),
     "erf GELU's derivative": (lambda *a: mlp_chain(*a, dgelu="erf"), "exact (erf) form"),
     "ReLU's derivative": (lambda *a: mlp_chain(*a, dgelu="relu"), "ReLU's derivative"),
     "derivative at the activation": (lambda *a: mlp_chain(*a, at_act=True), "taken at gelu(h)"),
@@ -185,6 +212,27 @@ def ntp_sort(logits, temperature=1.0, top_k=None, *, multiply=False, after=False
     return p
 
 
+def ntp_reversed(logits, temperature=1.0, top_k=None):
+    """Top-k as the last k of an ascending sort: among ties, the higher ids."""
+    z = logits / temperature
+    if top_k is not None and top_k < z.shape[-1]:
+        order = np.argsort(z, axis=-1, kind="stable")
+        z = z.copy()
+        np.put_along_axis(z, order[..., :z.shape[-1] - top_k], -np.inf, axis=-1)
+    e = np.exp(z - z.max(-1, keepdims=True))
+    return e / e.sum(-1, keepdims=True)
+
+
+def ntp_no_none(logits, temperature=1.0, top_k=None):
+    """Compares top_k with the vocabulary without asking whether it is None."""
+    z = logits / temperature
+    if top_k < z.shape[-1]:
+        z = z.copy()
+        np.put_along_axis(z, np.argsort(-z, axis=-1, kind="stable")[..., top_k:], -np.inf, axis=-1)
+    e = np.exp(z - z.max(-1, keepdims=True))
+    return e / e.sum(-1, keepdims=True)
+
+
 def ntp_power(logits, temperature=1.0, top_k=None):
     """softmax(z / T) is softmax(z) ** (1 / T), renormalised; top-k by a loop over rows."""
     e = np.exp(logits - logits.max(-1, keepdims=True))
@@ -218,6 +266,8 @@ NTP_WRONG = {
     "temperature after the softmax": (lambda *a, **k: ntp_sort(*a, **k, after=True), "changed nothing"),
     "threshold at the k-th value keeps ties": (lambda *a, **k: ntp_sort(*a, **k, threshold=True),
                                                 "kept every token tied"),
+    "ties to the higher id": (ntp_reversed, "kept the higher token id"),
+    "top_k=None compared with V": (ntp_no_none, "no cut: every token is kept"),
     "argsort without the minus": (lambda *a, **k: ntp_sort(*a, **k, smallest=True), "k SMALLEST"),
     "zeros after the softmax, not renormalised": (lambda *a, **k: ntp_sort(*a, **k, no_renorm=True),
                                                    "not renormalised"),
@@ -265,3 +315,9 @@ def test_a_mistake_simulator_with_no_mistake_on_is_the_reference(name, hidden):
                           exercise.reference(*case.args, **case.kwargs),
                           exercise.outputs if len(exercise.outputs) > 1 else exercise.outputs[0],
                           1e-12, 1e-12, False) is None, case.label
+
+
+@pytest.mark.parametrize("name, label", [(name, label) for name, versions in WRONG_BY_EXERCISE.items()
+                                         for label in versions])
+def test_a_float64_wrong_version_is_never_told_it_computes_in_float32(name, label):
+    assert "float32" not in failing_message(name, WRONG_BY_EXERCISE[name][label][0])

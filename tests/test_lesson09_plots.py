@@ -52,20 +52,44 @@ def test_accuracy_by_band_says_what_each_encoding_never_saw_beyond_the_trained_l
     fig = plots.accuracy_by_band({"sinusoidal": seeds, "rope": seeds}, chance=1 / 16)
     texts = [t.get_text() for t in fig.axes[0].get_legend().get_texts()]
     assert any(t.startswith("sinusoidal") and "position vectors, offsets > 15, > 16 keys" in t for t in texts)
-    assert any(t.startswith("rope") and "offsets > 15, > 16 keys (it has no position vectors)" in t
-               for t in texts)
+    assert any(t.startswith("rope") and "offsets > 15, > 16 keys (no position vectors)" in t for t in texts)
+
+
+def test_accuracy_by_band_puts_its_legend_under_the_axes_so_they_keep_the_width():
+    seeds = [{"2-15": {"accuracy": 1.0}, "16-23": {"accuracy": 0.5}}]
+    fig = plots.accuracy_by_band({"sinusoidal": seeds, "rope": seeds}, chance=1 / 16)
+    fig.canvas.draw()
+    ax = fig.axes[0]
+    legend, axes = ax.get_legend().get_window_extent(), ax.get_window_extent()
+    assert legend.y1 < axes.y0                                            # below the axes
+    assert axes.width > 0.8 * fig.bbox.width                              # the axes keep the width
+    assert [t.get_text() for t in ax.get_legend().get_texts()][:2] == [   # the bars first
+        "sinusoidal (median of 1 seeds)\nnew past position 15: position vectors, offsets > 15, > 16 keys",
+        "rope (median of 1 seeds)\nnew past position 15: offsets > 15, > 16 keys (no position vectors)"]
 
 
 def test_accuracy_by_shift_draws_no_line_across_shifts_not_measured():
     seeds = [{0: 1.0, 1: 0.9, 2: 0.8, 4: 0.6, 8: 0.2}, {0: 0.9, 1: 0.8, 2: 0.7, 4: 0.5, 8: 0.1}]
     fig = plots.accuracy_by_shift({"rope": seeds})
     ax = fig.axes[0]
-    drawn = [list(line.get_xdata()) for line in ax.lines if len(line.get_xdata())]
+    shift_at = {x: int(t.get_text()) for x, t in zip(ax.get_xticks(), ax.get_xticklabels())}
+    assert sorted(shift_at.values()) == [0, 1, 2, 4, 8]                   # a tick per measured shift
+    drawn = [[shift_at[x] for x in line.get_xdata()] for line in ax.lines if len(line.get_xdata())]
     assert all(b - a == 1 for x in drawn for a, b in zip(x, x[1:]))       # a line joins neighbours only
     assert sorted({s for x in drawn for s in x}) == [0, 1, 2, 4, 8]       # every measured shift drawn
     assert all(line.get_marker() not in (None, "", "None") for line in ax.lines if len(line.get_xdata()))
-    assert [p.get_x() for p in ax.patches] == [2.5, 4.5]                   # the gaps, shaded
     assert "shifts not measured" in " ".join(t.get_text() for t in ax.get_legend().get_texts())
+
+
+def test_accuracy_by_shift_breaks_the_axis_at_shifts_not_measured_and_says_which():
+    fig = plots.accuracy_by_shift({"rope": [{0: 1.0, 1: 0.9, 2: 0.8, 4: 0.6, 8: 0.2}]})
+    ax = fig.axes[0]
+    x = dict(zip((int(t.get_text()) for t in ax.get_xticklabels()), ax.get_xticks()))
+    step = x[1] - x[0]
+    assert x[8] - x[4] <= 2 * step and x[4] - x[2] <= 2 * step            # 5-7 and 3 take little room
+    spans = sorted((p.get_x(), p.get_x() + p.get_width()) for p in ax.patches)
+    assert len(spans) == 2 and x[2] < spans[0][0] < spans[0][1] < x[4] < spans[1][0] < spans[1][1] < x[8]
+    assert [t.get_text().split("\n")[0] for t in ax.texts] == ["s = 3", "s = 5-7"]
 
 
 def test_encoding_table_shows_the_table_with_labelled_axes():

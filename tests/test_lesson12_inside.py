@@ -9,17 +9,19 @@ from helpers.lessons.l12_gpt import inside, model, text
 def test_the_targets_of_a_short_text_by_hand():
     #        0123456789
     chars = "ab cd\nef g"
-    prev, two, itself, word, line = inside._targets(chars)
+    prev, two, itself, word, space, line = inside._targets(chars)
     assert list(prev) == [-1, 0, 1, 2, 3, 4, 5, 6, 7, 8]
     assert list(two) == [-1, -1, 0, 1, 2, 3, 4, 5, 6, 7]
     assert list(itself) == list(range(10))
     # word starts: 3 ("cd"), 6 ("ef"), 9 ("g"); counted inside a word, 3 or more back: never here
-    assert list(word) == [-1] * 10
+    assert list(word) == [-1] * 10 and list(space) == [-1] * 10
     chars = "xx abcde\nefgh ijkl"
     #        0123456789012345678
-    prev, two, itself, word, line = inside._targets(chars)
+    prev, two, itself, word, space, line = inside._targets(chars)
     assert word[6] == 3 and word[7] == 3 and word[5] == -1     # "abcde": d and e; c is 2 back
     assert word[12] == 9 and word[17] == 14 and word[16] == -1
+    # the word's boundary (the space or line break before it), on the same queries
+    assert space[6] == 2 and space[12] == 8 and space[17] == 13 and space[16] == -1
     # the line starts at 9; counted only after the line's first word: at "ijkl" (word start 14 > 9)
     assert line[17] == 9 and line[16] == 9 and line[14] == 9 and line[12] == -1
 

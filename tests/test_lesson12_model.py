@@ -220,6 +220,25 @@ def test_the_baselines_by_counting():
     assert text.bigram_loss(train_ids, held_ids, 3) == pytest.approx(-(math.log(2 / 5) + math.log(1 / 5)) / 2)
 
 
+def test_the_n_gram_ladder_by_counting():
+    train_ids, held_ids = np.array([0, 1, 0, 1, 1]), np.array([1, 0, 2])
+    # add-one on one character of context is the bigram table
+    assert text.ngram_loss(train_ids, held_ids, 3, 2, smoothing=1.0) == pytest.approx(
+        text.bigram_loss(train_ids, held_ids, 3))
+    # Witten-Bell, order 0 the add-one unigram (3/8, 4/8, 1/8). After 1: seen 2 times, 2 distinct
+    # (1 -> 0, 1 -> 1): P(0 | 1) = (1 + 2 * 3/8) / (2 + 2) = 7/16. After 0: seen twice, always 1:
+    # P(2 | 0) = (0 + 1 * 1/8) / (2 + 1) = 1/24.
+    assert text.ngram_loss(train_ids, held_ids, 3, 2) == pytest.approx(-(math.log(7 / 16) + math.log(1 / 24)) / 2)
+    # a trigram: the context (1, 0) was seen once, followed by 1: P(2 | 1 0) = (0 + 1 * 1/24) / (1 + 1);
+    # the first scored character has one character of context only, so it keeps 7/16
+    assert text.ngram_loss(train_ids, held_ids, 3, 3) == pytest.approx(-(math.log(7 / 16) + math.log(1 / 48)) / 2)
+
+
+def test_the_conditional_bigram_entropy_by_counting():
+    # after 0 always 1 (cost 0), after 1 half 0, half 1 (ln 2 each): two of the four pairs cost ln 2
+    assert text.conditional_bigram_entropy(np.array([0, 1, 0, 1, 1]), 3) == pytest.approx(math.log(2) / 2)
+
+
 def test_the_checkpoint_is_small_and_carries_its_config_curve_and_command():
     assert training.CHECKPOINT.stat().st_size <= 2_000_000
     params, config = training.load_checkpoint()

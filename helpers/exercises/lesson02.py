@@ -22,7 +22,7 @@ mistaken formula (the variance instead of the standard deviation, one factor of
 sigma, no square root on d_k, ...) gives a different number on the first case
 (d_k = 16, sigma = 3), so it can be named.
 
-``attention_scores`` accepts a float32 answer within float32's precision (the lesson says so).
+``attention_scores`` rejects a float32 answer, with a message naming float32 (the lesson says so).
 """
 
 import numpy as np

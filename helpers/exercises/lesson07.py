@@ -38,7 +38,7 @@ from ._lesson07_numerical import NUMERICAL_GRADIENT_MISTAKES, make_numerical_gra
 from .lesson04 import _merge_no_transpose, _split_no_transpose
 
 LESSON = "07_backward"
-NOTEBOOK_D_K = 4       # the d_k of the notebook's sentence (section 4), a global there
+NOTEBOOK_D_K = 4       # the d_k of the notebook's sentence (section 5), a global there
 #: tests/test_catalogue.py reads it from the solution notebook and compares.
 NOTEBOOK_GLOBALS = {"d_k": NOTEBOOK_D_K}
 

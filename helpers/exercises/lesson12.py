@@ -4,18 +4,24 @@ How the cases tell the mistakes apart:
 
 - ``layer_norm_backward``'s first case is ``x (3, 5)`` with rows of different means and spreads,
   a ``gamma`` far from 1 and a random ``d_out``: leaving out the mean's path, the variance's
-  path, both, or ``gamma`` in ``dx``, Bessel's correction (dividing by d - 1), ``x`` in place of
-  ``x_hat`` in ``dgamma`` all give different numbers there. A case ``(2, 3, 4)`` follows, where
+  path, both, or ``gamma`` in ``dx``, Bessel's correction (dividing by d - 1, everywhere or in the
+  standard deviation only), ``x`` in place of ``x_hat`` in ``dgamma`` all give different numbers
+  there. Its last row has a small spread (0.05), so that ``eps`` left out of the last division
+  changes dx by far more than float32's rounding would: such a slip is named, never taken for
+  float32 arithmetic. A case ``(2, 3, 4)`` follows, where
   ``dgamma`` and ``dbeta`` summed over the first axis only (or not at all) have the wrong shape,
-  and a case with a row of tiny spread and ``eps=1e-2``, where leaving ``eps`` out shows;
+  and a case with a row of tiny spread and ``eps=1e-2``, where leaving ``eps`` out, or ignoring
+  the argument, shows;
 - ``mlp_backward``'s first case is ``x (2, 3, 4)``, ``d_ff = 6`` (a batch of sequences, so a bias
   gradient summed over one axis only has the wrong shape) with pre-activations on both sides of
   0: GELU's derivative without the product rule, without the cubic's ``3 * 0.044715 x^2``, the
-  erf form's derivative, ReLU's, the derivative taken at ``gelu(h)``, and ``h`` in place of
+  erf form's derivative, the sigmoid approximation's, the product term without
+  its 0.5, ReLU's, the derivative taken at ``gelu(h)``, and ``h`` in place of
   ``gelu(h)`` in ``dW_2`` all differ;
 - ``next_token_probabilities``'s first case has 6 logits with a tie at the 2nd and 3rd place,
   ``temperature=0.5``, ``top_k=2``: the temperature multiplied in, applied after the softmax
-  (it then changes nothing) or ignored, a top-k that keeps every tie (3 tokens) or the k
+  (it then changes nothing) or ignored, a top-k that keeps every tie (3 tokens), the higher id of
+  a tie, or the k
   smallest, the kept probabilities not renormalised, all differ; cases without top-k, with
   ``top_k=None`` among them, large logits at a low temperature (overflow) and a batch of rows
   follow.
@@ -36,9 +42,11 @@ C = math.sqrt(2 / math.pi)
 
 
 # ------------------------------------------------------------ layer_norm_backward
-def _ln_case(rng, shape, label, eps=None, tiny_row=False):
+def _ln_case(rng, shape, label, eps=None, tiny_row=False, narrow_row=False):
     x = rng.standard_normal(shape) * rng.uniform(0.5, 3.0, size=shape[:-1] + (1,)) \
         + rng.uniform(-2, 2, size=shape[:-1] + (1,))
+    if narrow_row:     # spread 0.05: eps = 1e-5 is 0.4 % of its variance, far beyond float32's rounding
+        x.reshape(-1, shape[-1])[-1] = 0.5 + 0.05 * rng.standard_normal(shape[-1])
     if tiny_row:
         x.reshape(-1, shape[-1])[0] = 1.0 + 0.01 * rng.standard_normal(shape[-1])
     gamma = rng.uniform(0.5, 2.0, size=shape[-1]) * rng.choice([-1, 1], size=shape[-1])
@@ -48,13 +56,13 @@ def _ln_case(rng, shape, label, eps=None, tiny_row=False):
 
 
 def ln_cases(rng, hidden):
-    shapes = [((3, 5), "rows of different means and spreads", None, False),
+    shapes = [((3, 5), "rows of different means and spreads", None, False, True),
               ((2, 3, 4), "a batch of sequences", None, False),
               ((6,), "one row", None, False),
               ((2, 4), "a row of tiny spread", 1e-2, True)]
     if hidden:
         size = sizer(rng)
-        shapes = [((size(3, 6), size(5, 9)), "rows of different means and spreads", None, False),
+        shapes = [((size(3, 6), size(5, 9)), "rows of different means and spreads", None, False, True),
                   ((size(2, 3), size(3, 5), size(4, 8)), "a batch of sequences", None, False),
                   ((size(6, 10),), "one row", None, False),
                   ((size(2, 4), size(4, 7)), "a row of tiny spread", 1e-2, True)]
@@ -62,11 +70,13 @@ def ln_cases(rng, hidden):
 
 
 def _ln_backward(d_out, x, gamma, eps=1e-5, *, ddof=0, mean_path=True, var_path=True, use_gamma=True,
-                 use_eps=True, dgamma_of="xhat", sum_axes="all"):
+                 use_eps=True, dgamma_of="xhat", sum_axes="all", ddof_in_std_only=False,
+                 eps_in_last_division=True, eps_argument=True):
     """LayerNorm's backward with one thing done wrong; nothing switched on: the reference."""
     d = x.shape[-1]
+    eps = eps if eps_argument else 1e-5
     mean = x.mean(axis=-1, keepdims=True)
-    var = ((x - mean) ** 2).sum(axis=-1, keepdims=True) / (d - ddof)
+    var = ((x - mean) ** 2).sum(axis=-1, keepdims=True) / (d - (ddof or int(ddof_in_std_only)))
     std = np.sqrt(var + (eps if use_eps else 0.0))
     xhat = (x - mean) / std
     g = d_out * gamma if use_gamma else d_out
@@ -75,7 +85,7 @@ def _ln_backward(d_out, x, gamma, eps=1e-5, *, ddof=0, mean_path=True, var_path=
         dx = dx - g.mean(axis=-1, keepdims=True)
     if var_path:
         dx = dx - xhat * (g * xhat).sum(axis=-1, keepdims=True) / (d - ddof)
-    dx = dx / std
+    dx = dx / (std if eps_in_last_division else np.sqrt(var))
     per_row = d_out * (xhat if dgamma_of == "xhat" else x)
     axes = {"all": tuple(range(x.ndim - 1)), "first": (0,), "none": ()}[sum_axes]
     return dx, per_row.sum(axis=axes), d_out.sum(axis=axes)
@@ -83,11 +93,12 @@ def _ln_backward(d_out, x, gamma, eps=1e-5, *, ddof=0, mean_path=True, var_path=
 
 LN_MISTAKES = [
     Mistake("dx leaves out the path through the mean: every x[j] moves the mean, and the mean "
-            "moves every x_hat[i] of the row. Subtract the row mean of gamma * d_out.",
+            "moves every x_hat[i] of the row, so each x[j] also receives a share of the gradient "
+            "reaching the whole row.",
             lambda *a, **k: _ln_backward(*a, **k, mean_path=False)),
     Mistake("dx leaves out the path through the variance: every x[j] moves the variance, which "
-            "scales every x_hat[i] of the row. Subtract x_hat times the row mean of "
-            "(gamma * d_out * x_hat).",
+            "scales every x_hat[i] of the row; how much that matters for x[j] depends on x_hat[j] "
+            "and on how the row's incoming gradient lines up with x_hat.",
             lambda *a, **k: _ln_backward(*a, **k, var_path=False)),
     Mistake("dx is gamma * d_out / std, as if the mean and the variance were constants: both "
             "depend on every entry of the row, so dx has two more terms (lesson 07's softmax "
@@ -104,9 +115,20 @@ LN_MISTAKES = [
             "torch.var by default): LayerNorm's variance is the plain mean of the squares, "
             "divided by d.",
             lambda *a, **k: _ln_backward(*a, **k, ddof=1)),
+    Mistake("the standard deviation uses Bessel's correction (divided by d - 1, as np.std(ddof=1)) "
+            "while the variance's path still takes a mean over d: LayerNorm divides by d "
+            "everywhere, in the standard deviation too.",
+            lambda *a, **k: _ln_backward(*a, **k, ddof_in_std_only=True)),
     Mistake("eps was left out: the standard deviation is sqrt(var + eps), which matters for a "
             "row whose spread is tiny (this case has one, with eps=1e-2).",
             lambda *a, **k: _ln_backward(*a, **k, use_eps=False)),
+    Mistake("eps was dropped from the last division: x_hat uses sqrt(var + eps), but dx is "
+            "divided by sqrt(var). The forward pass divides by sqrt(var + eps), so the backward "
+            "pass must divide by that same number (it shows on a row of small spread).",
+            lambda *a, **k: _ln_backward(*a, **k, eps_in_last_division=False)),
+    Mistake("the eps argument is ignored: it computes with 1e-5 whatever eps it is given (this "
+            "case passes another eps). Use the eps the caller passes.",
+            lambda *a, **k: _ln_backward(*a, **k, eps_argument=False)),
     Mistake("dgamma is the sum of d_out * x: gamma multiplies x_hat, the normalised x, so "
             "dgamma is the sum of d_out * x_hat.",
             lambda *a, **k: _ln_backward(*a, **k, dgamma_of="x")),
@@ -150,6 +172,12 @@ def _gelu_erf_derivative(h):
     return cdf + h * np.exp(-h * h / 2) / math.sqrt(2 * math.pi)
 
 
+def _sigmoid_gelu_derivative(h):
+    """The derivative of GELU's sigmoid approximation h * sigmoid(1.702 h)."""
+    s = 1 / (1 + np.exp(-1.702 * h))
+    return s + 1.702 * h * s * (1 - s)
+
+
 def _mlp_backward(d_out, x, W_1, b_1, W_2, b_2, *, derivative="tanh", at="h", dW_2_of="gelu",
                   bias_axes="all"):
     """The MLP's backward with one thing done wrong; nothing switched on: the reference."""
@@ -159,6 +187,8 @@ def _mlp_backward(d_out, x, W_1, b_1, W_2, b_2, *, derivative="tanh", at="h", dW
     gd = {"tanh": 0.5 * (1 + t) + 0.5 * z * (1 - t * t) * C * (1 + 3 * 0.044715 * z * z),
           "no product rule": 0.5 * (1 + t),
           "no cubic": 0.5 * (1 + t) + 0.5 * z * (1 - t * t) * C,
+          "no half": 0.5 * (1 + t) + z * (1 - t * t) * C * (1 + 3 * 0.044715 * z * z),
+          "sigmoid": _sigmoid_gelu_derivative(z),
           "erf": _gelu_erf_derivative(z) if derivative == "erf" else None,
           "relu": (z > 0).astype(float)}[derivative]
     dh = (d_out @ W_2.T) * gd
@@ -174,6 +204,14 @@ MLP_MISTAKES = [
             "tanh(u(h))) is h times a function of h, so its derivative is 0.5 (1 + tanh(u)) PLUS "
             "0.5 h (1 - tanh(u)^2) u'(h).",
             lambda *a: _mlp_backward(*a, derivative="no product rule")),
+    Mistake("GELU's derivative is missing the 0.5 in its product-rule term: gelu(h) = 0.5 h (1 + "
+            "tanh(u(h))), and the 0.5 multiplies both terms of the product rule, the one with "
+            "h (1 - tanh(u)^2) u'(h) too.",
+            lambda *a: _mlp_backward(*a, derivative="no half")),
+    Mistake("this is the derivative of GELU's sigmoid approximation, h * sigmoid(1.702 h): the "
+            "model uses GPT-2's tanh form, 0.5 h (1 + tanh(sqrt(2/pi) (h + 0.044715 h^3))), whose "
+            "derivative is not the same function.",
+            lambda *a: _mlp_backward(*a, derivative="sigmoid")),
     Mistake("GELU's derivative is missing the inner derivative of u(h) = sqrt(2/pi) (h + 0.044715 "
             "h^3): u'(h) = sqrt(2/pi) (1 + 3 * 0.044715 h^2), not sqrt(2/pi).",
             lambda *a: _mlp_backward(*a, derivative="no cubic")),
@@ -212,8 +250,8 @@ def _ntp_case(logits, label, temperature=None, top_k="absent"):
 def ntp_cases(rng, hidden):
     first = np.array([1.0, 2.5, 2.5, -1.0, 0.5, 3.0])       # a tie at the 2nd and 3rd place
     cases = [_ntp_case(first, "a tie at the k-th place", 0.5, 2),
-             _ntp_case(rng.standard_normal(7) * 2, "temperature only", 2.0),
-             _ntp_case(rng.standard_normal(5), "top_k=None", 0.7, None),
+             _ntp_case(rng.standard_normal(7) * 2, "temperature only, top_k left at None (no cut: every token is kept)", 2.0),
+             _ntp_case(rng.standard_normal(5), "top_k=None (no cut: every token is kept)", 0.7, None),
              _ntp_case(rng.standard_normal(6), "top-k, temperature 1", top_k=3),
              _ntp_case([800.0, 790.0, 0.0, -5.0], "large logits, a low temperature", 0.1, 2),
              _ntp_case(rng.standard_normal((3, 5)), "a batch of rows", 1.3, 2),
@@ -226,8 +264,10 @@ def ntp_cases(rng, hidden):
         order = np.argsort(-tied)
         tied[order[k]] = tied[order[k - 1]]                 # the k-th and (k+1)-th tie
         cases = [_ntp_case(tied, "a tie at the k-th place", float(rng.choice([0.5, 0.8])), k),
-                 _ntp_case(rng.standard_normal(size(8, 12)) * 2, "temperature only", 1.7),
-                 _ntp_case(rng.standard_normal(size(5, 9)), "top_k=None", 0.6, None),
+                 _ntp_case(rng.standard_normal(size(8, 12)) * 2, "temperature only, top_k left at None (no cut: every token is kept)",
+                           1.7),
+                 _ntp_case(rng.standard_normal(size(5, 9)), "top_k=None (no cut: every token is kept)",
+                           0.6, None),
                  _ntp_case(rng.standard_normal(size(6, 10)), "top-k, temperature 1", top_k=size(2, 4)),
                  _ntp_case([900.0, 880.0, 10.0, -3.0, 0.0], "large logits, a low temperature", 0.05, 3),
                  _ntp_case(rng.standard_normal((size(2, 4), size(5, 8))), "a batch of rows", 0.9, 3),
@@ -250,6 +290,8 @@ def _ntp(logits, temperature=1.0, top_k=None, *, how_t="divide", ties="lower id"
     if top_k is not None and top_k < z.shape[-1]:
         key = -z if largest else z
         order = np.argsort(key, axis=-1, kind="stable")
+        if ties == "higher id":        # an ascending sort, reversed: among ties the higher id first
+            order = np.argsort(z if largest else -z, axis=-1, kind="stable")[..., ::-1]
         keep = np.zeros(z.shape, dtype=bool)
         np.put_along_axis(keep, order[..., :top_k], True, axis=-1)
         if ties == "keep all":
@@ -274,11 +316,16 @@ NTP_MISTAKES = [
             "after the softmax, which renormalising undoes. Divide the LOGITS by it, before the "
             "softmax.",
             lambda *a, **k: _ntp(*a, **k, how_t="after")),
-    Mistake("top-k kept every token tied with the k-th largest logit (a threshold such as "
-            "logits >= the k-th value), so more than k tokens keep a probability. Keep exactly k: "
-            "where logits tie, the lower token ids (a stable sort of -logits, e.g. "
-            "np.argsort(-logits, kind='stable')).",
+    Mistake("top-k kept every token tied with the k-th largest logit (a threshold at the k-th "
+            "value), so more than k tokens keep a probability. That is the field's usual rule "
+            "(nanoGPT, Hugging Face) and differs from this lesson's only on exact ties: this "
+            "lesson keeps exactly k tokens, the lower token ids where logits tie (section 4 says "
+            "why).",
             lambda *a, **k: _ntp(*a, **k, ties="keep all")),
+    Mistake("where logits tie at the k-th place, it kept the higher token id (reversing an "
+            "ascending sort puts the later of two tied ids first): this lesson keeps the lower "
+            "token ids among ties.",
+            lambda *a, **k: _ntp(*a, **k, ties="higher id")),
     Mistake("top-k kept the k SMALLEST logits: keep the k largest (np.argsort sorts from the "
             "smallest up).",
             lambda *a, **k: _ntp(*a, **k, largest=False)),

@@ -34,7 +34,8 @@ def layer_norm_backward(d_out, x, gamma, eps=1e-5):
     ``LN(x) = gamma * xhat + beta`` with ``xhat = (x - mean) / sqrt(var + eps)``, the mean and
     the (biased) variance taken over the last axis. ``xhat`` depends on every entry of its row
     through the mean and the variance, so ``dx`` is not just ``gamma * d_out / std``: with
-    ``g = gamma * d_out``, ``dx = (g - mean(g) - xhat * mean(g * xhat)) / sqrt(var + eps)``.
+    ``dxhat = gamma * d_out`` (the gradient reaching ``xhat``),
+    ``dx = (dxhat - mean(dxhat) - xhat * mean(dxhat * xhat)) / sqrt(var + eps)``.
 
     Parameters
     ----------
@@ -61,9 +62,9 @@ def layer_norm_backward(d_out, x, gamma, eps=1e-5):
     centred = x - mean
     rstd = 1.0 / np.sqrt((centred * centred).mean(axis=-1, keepdims=True) + eps)   # (..., 1)
     xhat = centred * rstd                                                          # (..., d)
-    g = d_out * gamma                                                              # d xhat
-    dx = (g - g.mean(axis=-1, keepdims=True)
-          - xhat * (g * xhat).mean(axis=-1, keepdims=True)) * rstd
+    dxhat = d_out * gamma                                                          # reaching xhat
+    dx = (dxhat - dxhat.mean(axis=-1, keepdims=True)
+          - xhat * (dxhat * xhat).mean(axis=-1, keepdims=True)) * rstd
     lead = tuple(range(x.ndim - 1))
     return dx, (d_out * xhat).sum(axis=lead), d_out.sum(axis=lead)
 

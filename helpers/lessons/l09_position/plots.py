@@ -96,12 +96,29 @@ def _measured_runs(shifts):
     return runs
 
 
+#: Width, on the x axis, of a run of shifts that were not measured (neighbouring shifts are 1 apart).
+GAP_WIDTH = 1.5
+
+
+def _compressed(shifts):
+    """x position of each shift (sorted): 1 apart, and :data:`GAP_WIDTH` across shifts not measured.
+
+    ``[0, 1, 2, 4, 8]`` -> ``{0: 0, 1: 1, 2: 2, 4: 3.5, 8: 5}``: the axis is broken at each gap,
+    so that shifts left out take no more room than one step.
+    """
+    x = {shifts[0]: 0.0}
+    for left, right in zip(shifts, shifts[1:]):
+        x[right] = x[left] + (1.0 if right == left + 1 else GAP_WIDTH)
+    return x
+
+
 def accuracy_by_shift(results, *, baseline=None,
                       title="Held-out accuracy when every sentence moves right by s words"):
     """Accuracy against the shift, one line per way of encoding position.
 
     A line joins two shifts only when no shift between them was left out: across shifts
-    that were not measured there are markers only, and the gap is shaded.
+    that were not measured there are markers only, and the axis is broken there (a narrow
+    shaded band saying which shifts were left out; :func:`_compressed`).
 
     Parameters
     ----------
@@ -114,42 +131,54 @@ def accuracy_by_shift(results, *, baseline=None,
     for j, (label, runs) in enumerate(results.items()):
         colour, marker, linestyle = _style(label, j)
         shifts = sorted(runs[0])
+        at = _compressed(shifts)
         table = {s: np.array([run[s] for run in runs]) for s in shifts}     # shift -> (seeds,)
         for k, part in enumerate(_measured_runs(shifts)):
             for seed in range(len(runs)):
-                ax.plot(part, [table[s][seed] for s in part], color=colour, alpha=0.3, linewidth=1,
-                        marker=marker, markersize=3)
-            ax.plot(part, [np.median(table[s]) for s in part], color=colour, linewidth=2.2, marker=marker,
-                    linestyle=linestyle,
+                ax.plot([at[s] for s in part], [table[s][seed] for s in part], color=colour, alpha=0.3,
+                        linewidth=1, marker=marker, markersize=3)
+            ax.plot([at[s] for s in part], [np.median(table[s]) for s in part], color=colour, linewidth=2.2,
+                    marker=marker, linestyle=linestyle,
                     label=None if k else
                     f"{label} (median of {len(runs)} seed{'s' if len(runs) > 1 else ''})")
     gaps = [(left, right) for left, right in zip(shifts, shifts[1:]) if right > left + 1]
     for g, (left, right) in enumerate(gaps):
-        ax.axvspan(left + 0.5, right - 0.5, color=GREY, alpha=0.12, linewidth=0,
+        middle = (at[left] + at[right]) / 2
+        ax.axvspan(middle - 0.3, middle + 0.3, color=GREY, alpha=0.15, linewidth=0,
                    label=None if g else "shifts not measured (no line across)")
+        skipped = f"{left + 1}" if right == left + 2 else f"{left + 1}-{right - 1}"
+        ax.text(middle, 0.72, f"s = {skipped}\nnot\nmeasured", ha="center", va="center", fontsize=8,
+                color=BLACK, transform=ax.get_xaxis_transform())
     if baseline is not None:
         ax.axhline(baseline[1], color=STYLE["none"][0], linestyle=STYLE["none"][2], linewidth=1.4,
                    label=baseline[0])
     ax.plot([], [], color=GREY, alpha=0.6, linewidth=1, label="faint lines: one seed each")
-    ax.set_xticks(shifts)
+    ax.set_xticks([at[s] for s in shifts], labels=[str(s) for s in shifts])
     ax.set_ylim(-0.03, 1.03)
     return _finish(fig, ax, "shift s (filler words moved before the sentence)",
                    "held-out accuracy (both answers right)", title)
 
 
-def _finish(fig, ax, xlabel, ylabel, title):
-    """Label an accuracy figure, its legend outside on the right (clear of the lines), and lay it out."""
+def _finish(fig, ax, xlabel, ylabel, title, legend_below=None):
+    """Label an accuracy figure, its legend clear of the data (outside on the right, or below), lay it out.
+
+    ``legend_below``: a list of the legend's handles, in order, to draw it under the axes in two
+    columns (the axes then keep the whole width of the figure); None: outside on the right.
+    """
     ax.set_xlabel(xlabel)
     ax.set_ylabel(ylabel)
     ax.set_title(title)
-    ax.legend(fontsize=9, loc="upper left", bbox_to_anchor=(1.01, 1))
+    if legend_below:
+        ax.legend(handles=legend_below, fontsize=9, loc="upper center", bbox_to_anchor=(0.5, -0.3), ncol=2)
+    else:
+        ax.legend(fontsize=9, loc="upper left", bbox_to_anchor=(1.01, 1))
     fig.tight_layout()
     return fig
 
 
 #: What a band beyond the trained length holds that training never did, by way of encoding position.
 UNSEEN_BEYOND_TRAINING = {"sinusoidal": "position vectors, offsets > 15, > 16 keys",
-                          "rope": "offsets > 15, > 16 keys (it has no position vectors)"}
+                          "rope": "offsets > 15, > 16 keys (no position vectors)"}
 
 
 def accuracy_by_band(results, *, chance, title=""):
@@ -161,25 +190,27 @@ def accuracy_by_band(results, *, chance, title=""):
         (``two_back.by_band``'s results; the first band is the trained positions).
     chance : float, the accuracy of a guess
     """
-    fig, ax = plt.subplots(figsize=(10, 3.8))
+    fig, ax = plt.subplots(figsize=(10, 5))
     bands = list(next(iter(results.values()))[0])
     width = 0.8 / len(results)
     hatches = {"sinusoidal": "//", "rope": ""}
+    handles = []                                   # the legend's order: the bars, then the dots and chance
     for j, (label, seeds) in enumerate(results.items()):
         colour = _style(label, j)[0]
         x = np.arange(len(bands)) + (j - (len(results) - 1) / 2) * width
         table = np.array([[seed[band]["accuracy"] for band in bands] for seed in seeds])   # (seeds, bands)
         unseen = UNSEEN_BEYOND_TRAINING.get(label.split(" ")[0])
-        ax.bar(x, np.median(table, axis=0), width, color=colour, alpha=0.75,
-               hatch=hatches.get(label.split(" ")[0], ""), edgecolor="white",
-               label=f"{label} (median of {len(seeds)} seeds)"
-               + (f"\nnever seen past position 15: {unseen}" if unseen else ""))
+        handles.append(ax.bar(x, np.median(table, axis=0), width, color=colour, alpha=0.75,
+                              hatch=hatches.get(label.split(" ")[0], ""), edgecolor="white",
+                              label=f"{label} (median of {len(seeds)} seeds)"
+                              + (f"\nnew past position 15: {unseen}" if unseen else "")))
         for row in table:
             ax.plot(x, row, linestyle="none", marker="o", markersize=4, color=BLACK)
-    ax.plot([], [], linestyle="none", marker="o", markersize=4, color=BLACK, label="one seed")
-    ax.axhline(chance, color=GREY, linestyle=":", linewidth=1.5, label=f"chance ({chance:.3g})")
+    handles += ax.plot([], [], linestyle="none", marker="o", markersize=4, color=BLACK, label="one seed")
+    handles.append(ax.axhline(chance, color=GREY, linestyle=":", linewidth=1.5,
+                              label=f"chance ({chance:.3g})"))
     ax.set_xticks(range(len(bands)),
                   labels=[f"{band}" + ("\n(trained length)" if i == 0 else "\n(beyond it)")
                           for i, band in enumerate(bands)])
     ax.set_ylim(0, 1.05)
-    return _finish(fig, ax, "positions scored", "accuracy (token two back)", title)
+    return _finish(fig, ax, "positions scored", "accuracy (token two back)", title, legend_below=handles)

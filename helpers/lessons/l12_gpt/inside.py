@@ -3,9 +3,10 @@
 - :func:`head_view`: lesson 10's head view (lesson 08's ``sentence_weights`` picture) of one
   character of one line: where it looks, in every block and head;
 - :func:`head_targets`: for every head, the mean attention weight on a named position (the
-  previous character, the one before it, itself, the start of the current word, the start of
-  the line), over every held-out query where that position is defined (the starts only where
-  they are 3 or more characters back); beside it, what uniform attention would give;
+  previous character, the one before it, itself, the start of the current word, the space or
+  line break just before that word, the start of the line), over every held-out query where
+  that position is defined (the word's targets only where the word began 3 or more characters
+  back); beside it, what uniform attention would give;
 - :func:`ablation`: the held-out loss with one head's output removed, head by head;
 - :func:`induction`: on random letters repeated once, each head's weight on the character
   after the earlier copy of the current one (an induction head's target, Olsson et al. 2022),
@@ -15,10 +16,10 @@
 import numpy as np
 
 from ...threads import blas_threads
-from ..l08_training import plots as l08_plots
 from . import model, text
 
-TARGETS = ("previous character", "two back", "itself", "start of the word", "start of the line")
+TARGETS = ("previous character", "two back", "itself", "start of the word", "space before the word",
+           "start of the line")
 
 
 def _targets(chars):
@@ -26,8 +27,9 @@ def _targets(chars):
 
     A word starts after a space or a line break; a line starts after a line break. The start of
     the word counts only inside a word and when it is at least 3 before i (so that it is none of
-    i, i - 1 and i - 2); the start of the line likewise, and only after the line's first word (so
-    that it is not the start of the word as well).
+    i, i - 1 and i - 2); the space before the word (the space or line break just before its
+    start, the word's boundary) on the same queries; the start of the line likewise, and only
+    after the line's first word (so that it is not the start of the word as well).
     """
     T = len(chars)
     out = np.full((len(TARGETS), T), -1)
@@ -45,8 +47,9 @@ def _targets(chars):
         inside = c not in " \n"
         if inside and 0 <= word <= i - 3:
             out[3, i] = word
+            out[4, i] = word - 1
         if 0 <= line <= i - 3 and line < word:
-            out[4, i] = line
+            out[5, i] = line
     return out
 
 
@@ -139,28 +142,39 @@ def induction(params, config, count=100, length=25, seed=0):
 
 
 # ------------------------------------------------------------------- figures
-def _cells(line):
-    """The characters of a line as the words of lesson 08's picture (a space shown as ␣)."""
-    return " ".join({" ": "␣", "\n": "⏎"}.get(c, c) for c in line)
-
-
-def head_view(params, config, line, position=None, title=None):
+def head_view(params, config, line, position=None, title=None, min_label=0.1):
     """Where character ``position`` of ``line`` looks, in every block and head: one row each.
 
-    Lesson 10's head view, drawn with lesson 08's ``sentence_weights``. ``position`` defaults to
-    the last character. Returns the matplotlib Figure.
+    Lesson 10's head view, for characters: one row per head, one column per character the
+    query can see (the line up to and including ``position``; causal attention puts nothing
+    after it), each cell coloured by its weight, weights of ``min_label`` or more written in it.
+    ``position`` defaults to the last character. Returns the matplotlib Figure.
     """
     import matplotlib.pyplot as plt
+
+    from ... import plots
 
     ids = text.encode(line, config)
     position = len(ids) - 1 if position is None else int(position)
     _, maps = model.forward(params, config, ids[None], return_weights=True)
-    rows = np.concatenate([w[0, :, position] for w in maps])       # (L h, T)
+    rows = np.concatenate([w[0, :, position, :position + 1] for w in maps])   # (L h, position + 1)
     labels = [f"block {l}, head {h}" for l in range(1, len(maps) + 1)
               for h in range(1, config["num_heads"] + 1)]
-    fig, ax = plt.subplots(figsize=(0.3 * len(ids) + 2, 0.5 * len(rows) + 1.4))
-    l08_plots.sentence_weights(rows, [_cells(line)] * len(rows), position, ax=ax, row_labels=labels,
-                               title=title or f"Where {line[position]!r} (character {position}) looks")
-    ax.set_xlabel("character position (framed in orange: the query character)")
+    fig, ax = plt.subplots(figsize=(9, 0.42 * len(rows) + 1.6))
+    image = ax.imshow(rows, cmap=plots.SEQUENTIAL, vmin=0, vmax=1, aspect="auto")
+    for (r, j), value in np.ndenumerate(rows):
+        if value >= min_label:
+            ax.text(j, r, f"{value:.2f}"[1:] if value < 1 else "1", ha="center", va="center",
+                    fontsize=9, color="black" if value > 0.5 else "white")
+    ax.add_patch(plt.Rectangle((position - 0.5, -0.5), 1, len(rows), fill=False, linewidth=2.5,
+                               edgecolor=plots.ORANGE))
+    ax.set_xticks(range(position + 1), labels=[{" ": "␣", "\n": "⏎"}.get(c, c) for c in line[:position + 1]],
+                  fontsize=11, family="monospace")
+    ax.tick_params(axis="x", length=0)
+    ax.set_yticks(range(len(rows)), labels=labels, fontsize=10)
+    fig.colorbar(image, ax=ax, fraction=0.03, pad=0.01, label="attention weight")
+    ax.set_title(title or f"Where {line[position]!r} (character {position}) looks, in each head "
+                 f"(weights of {min_label:.2f} or more written)", fontsize=11)
+    ax.set_xlabel("the characters it can see (framed in orange: the query character)", fontsize=10)
     fig.tight_layout()
     return fig

@@ -67,12 +67,12 @@ def count_parameters(params):
 
 
 # ------------------------------------------------------------------- the forward pass
-def layer_norm(x, g, b):
-    """LayerNorm over the last axis: ``g * (x - mean) / sqrt(var + eps) + b`` (var without Bessel)."""
+def layer_norm(x, gamma, beta):
+    """LayerNorm over the last axis: ``gamma * (x - mean) / sqrt(var + eps) + beta`` (var without Bessel)."""
     mean = x.mean(axis=-1, keepdims=True)
     centred = x - mean
     var = (centred * centred).mean(axis=-1, keepdims=True)
-    return centred / np.sqrt(var + EPS) * g + b
+    return centred / np.sqrt(var + EPS) * gamma + beta
 
 
 def attention(a, block, config, mask=None, positions=None, keep=None):
@@ -153,19 +153,19 @@ def cross_entropy(logits, targets):
 PART_NAMES = ("layer_norm_backward", "mlp_backward", "attention_backward")
 
 
-def _ln(x, g, b):
+def _ln(x, gamma, beta):
     """LayerNorm keeping ``(xhat, rstd)`` for :func:`_ln_backward`: ``(y, cache)``."""
     mean = x.mean(axis=-1, keepdims=True)
     centred = x - mean
     rstd = 1.0 / np.sqrt((centred * centred).mean(axis=-1, keepdims=True) + EPS)
     xhat = centred * rstd
-    return xhat * g + b, (x, xhat, rstd)
+    return xhat * gamma + beta, (x, xhat, rstd)
 
 
-def _ln_backward(d_out, g, cache):
+def _ln_backward(d_out, gamma, cache):
     """``layer_norm_backward`` from the forward pass's ``(x, xhat, rstd)``."""
     _, xhat, rstd = cache
-    dxhat = d_out * g
+    dxhat = d_out * gamma
     dx = (dxhat - dxhat.mean(axis=-1, keepdims=True)
           - xhat * (dxhat * xhat).mean(axis=-1, keepdims=True)) * rstd
     return dx, (_rows(d_out) * _rows(xhat)).sum(axis=0), _rows(d_out).sum(axis=0)
@@ -240,8 +240,8 @@ def loss_and_grads(params, config, batch, parts=None):
         raise ValueError(f"loss_and_grads: unknown parts {sorted(unknown)}; the parts are {PART_NAMES}")
     ln_part, mlp_part = parts.get("layer_norm_backward"), parts.get("mlp_backward")
 
-    def ln_backward(d_out, g, cache):
-        return _ln_backward(d_out, g, cache) if ln_part is None else ln_part(d_out, cache[0], g)
+    def ln_backward(d_out, gamma, cache):
+        return _ln_backward(d_out, gamma, cache) if ln_part is None else ln_part(d_out, cache[0], gamma)
 
     def mlp_backward(d_out, block, cache):
         if mlp_part is None:

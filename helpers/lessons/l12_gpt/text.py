@@ -98,3 +98,64 @@ def bigram_loss(train_ids, held_ids, vocab_size, smoothing=1.0):
     np.add.at(counts, (train_ids[:-1], train_ids[1:]), 1)
     p = counts / counts.sum(axis=1, keepdims=True)
     return float(-np.mean(np.log(p[held_ids[:-1], held_ids[1:]])))
+
+
+def _context_keys(ids, k, vocab_size):
+    """For each position i >= k: the k characters before it as one integer (base ``vocab_size``)."""
+    key = np.zeros(len(ids) - k, dtype=np.int64)
+    for j in range(k):
+        key = key * vocab_size + ids[j:len(ids) - k + j]
+    return key
+
+
+def _count(keys, queries):
+    """How many times each of ``queries`` occurs in ``keys`` (both int arrays)."""
+    values, counts = np.unique(keys, return_counts=True)
+    at = np.clip(np.searchsorted(values, queries), 0, len(values) - 1)
+    return np.where(values[at] == queries, counts[at], 0)
+
+
+def ngram_loss(train_ids, held_ids, vocab_size, n, smoothing=None):
+    """Held-out nats per character of a character n-gram model counted on the training text.
+
+    ``smoothing=None``: Witten-Bell interpolation (Witten & Bell 1991; Chen & Goodman 1999, eq. 6):
+    ``P_k(w | h) = (c(h w) + u(h) P_{k-1}(w | h')) / (c(h) + u(h))``, with ``h'`` the context
+    ``h`` without its first character and ``u(h)`` the number of distinct characters seen after
+    ``h``; order 0 is the add-one unigram. ``smoothing=a``: add-``a`` counts on the
+    ``(n - 1)``-character context alone. As :func:`bigram_loss`, the held-out text's first
+    character is not scored; the next ``n - 2`` use the shorter contexts the text gives them.
+    """
+    V = vocab_size
+    train_ids, held_ids = np.asarray(train_ids, np.int64), np.asarray(held_ids, np.int64)
+    target = held_ids[1:]
+    p = (np.bincount(train_ids, minlength=V) + 1.0) / (len(train_ids) + V)
+    p = p[target]                                                   # order 0, for every scored position
+    for k in range(1, n):
+        if smoothing is not None and k < n - 1:
+            continue
+        pos = np.arange(1, len(held_ids))
+        ok = pos >= k                                               # the text gives k characters of context
+        h = np.zeros(len(target), dtype=np.int64)
+        h[ok] = _context_keys(held_ids, k, V)[pos[ok] - k]
+        hw = h * V + target
+        train_h = _context_keys(train_ids, k, V)                    # context of train_ids[k:]
+        train_hw = train_h * V + train_ids[k:]
+        c_hw, c_h = _count(train_hw, hw), _count(train_h, h)
+        if smoothing is not None:
+            estimate = (c_hw + smoothing) / (c_h + smoothing * V)
+        else:
+            u = _count(np.unique(train_hw) // V, h)                 # distinct characters after h
+            estimate = np.where(c_h > 0, (c_hw + u * p) / np.maximum(c_h + u, 1), p)
+        p = np.where(ok, estimate, p)
+    return float(-np.mean(np.log(p)))
+
+
+def conditional_bigram_entropy(ids, vocab_size):
+    """Nats per character of the best possible bigram table *for this text itself*: H(next | this).
+
+    No model that looks only at the last character can score lower than this on ``ids``.
+    """
+    counts = np.zeros((vocab_size, vocab_size))
+    np.add.at(counts, (ids[:-1], ids[1:]), 1)
+    p = counts / np.maximum(counts.sum(axis=1, keepdims=True), 1)
+    return float(-np.mean(np.log(p[ids[:-1], ids[1:]])))
