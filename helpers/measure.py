@@ -20,7 +20,8 @@ import numpy as np
 
 from .threads import FASTEST, blas_thread_count, blas_threads, in_words
 
-__all__ = ["median_time", "traced_peak", "format_bytes", "median_times", "traced_peaks",
+__all__ = ["median_time", "traced_peak", "format_bytes", "median_times", "times_with_spread",
+           "traced_peaks",
            "plot_times", "plot_peaks", "slider_step_report",
            "threads_note", "THREADS"]
 
@@ -85,7 +86,7 @@ def median_time(fn, repeat=5, number=1, warmup=1, clock=time.perf_counter, min_g
         return _median_time(fn, repeat, number, warmup, clock, min_group)
 
 
-def _median_time(fn, repeat, number, warmup, clock, min_group):
+def _group_times(fn, repeat, number, warmup, clock, min_group):
     one_call = 0.0
     for _ in range(warmup):
         start = clock()
@@ -99,7 +100,11 @@ def _median_time(fn, repeat, number, warmup, clock, min_group):
         for _ in range(number):
             fn()
         times.append((clock() - start) / number)
-    return float(np.median(times))
+    return times
+
+
+def _median_time(fn, repeat, number, warmup, clock, min_group):
+    return float(np.median(_group_times(fn, repeat, number, warmup, clock, min_group)))
 
 
 def traced_peak(fn):
@@ -201,6 +206,28 @@ def median_times(make_functions, sizes, repeat=5):
     return {name: np.array(t) for name, t in times.items()}
 
 
+def times_with_spread(make_functions, sizes, repeat=7, clock=time.process_time):
+    """Seconds per call of several functions at each size: the median, the fastest and the slowest
+    of ``repeat`` timed groups.
+
+    ``clock`` is this process's CPU time by default: on a shared machine the wall clock
+    (``time.perf_counter``) also counts the time spent waiting for a core, which grows with a
+    call's length (a long call is more often pre-empted); the CPU time does not. Every call runs
+    on :data:`THREADS` BLAS thread(s) (one: the CPU time is then one core's time).
+
+    Returns
+    -------
+    dict name -> (median, low, high), each an ndarray of shape (len(sizes),)
+    """
+    groups = {}
+    with blas_threads(THREADS):
+        for size in sizes:
+            for name, fn in make_functions(size).items():
+                groups.setdefault(name, []).append(_group_times(fn, repeat, None, 1, clock, 1e-3))
+    return {name: tuple(np.array(f(g, axis=1)) for f in (np.median, np.min, np.max))
+            for name, g in ((n, np.array(g)) for n, g in groups.items())}
+
+
 def traced_peaks(make_functions, sizes):
     """Peak traced bytes (see :func:`traced_peak`) of several functions, at each size.
 
@@ -220,7 +247,8 @@ def traced_peaks(make_functions, sizes):
     return {name: np.array(p) for name, p in peaks.items()}
 
 
-def plot_times(ax, sizes, times, colours, exponents=None, guides=(), title="", xlabel="n"):
+def plot_times(ax, sizes, times, colours, exponents=None, guides=(), title="", xlabel="n",
+               spread=None, guide_at=-1, ylabel="median time per call (ms)"):
     """Draw times (seconds) in milliseconds against sizes on log-log axes, one line per name.
 
     Parameters
@@ -232,8 +260,12 @@ def plot_times(ax, sizes, times, colours, exponents=None, guides=(), title="", x
     exponents : dict name -> float, optional
         Fitted exponents, written in the legend (``"scores: fitted k = 1.98"``).
     guides : sequence of (name, k)
-        Grey lines of slope exactly k through the last point of ``times[name]``.
-    title, xlabel : str
+        Grey lines of slope exactly k through the point ``guide_at`` of ``times[name]``.
+    title, xlabel, ylabel : str
+    spread : dict name -> (low, high) arrays of seconds, optional
+        Drawn as a shaded band (e.g. the fastest and slowest of the repeats).
+    guide_at : int
+        Index of the size the guides pass through (default the last).
     """
     from .plots import log_axes
 
@@ -241,13 +273,16 @@ def plot_times(ax, sizes, times, colours, exponents=None, guides=(), title="", x
     for i, (name, t) in enumerate(times.items()):
         label = name if exponents is None else f"{name}: fitted k = {exponents[name]:.2f}"
         ax.plot(sizes, 1e3 * t, markers[i % len(markers)] + "-", color=colours[name], label=label)
+        if spread is not None and name in spread:
+            ax.fill_between(sizes, 1e3 * spread[name][0], 1e3 * spread[name][1], color=colours[name],
+                            alpha=0.2, linewidth=0)
     for (name, k), style in zip(guides, [":", "--", "-."]):
-        guide = 1e3 * times[name][-1] * (np.asarray(sizes) / sizes[-1]) ** k
+        guide = 1e3 * times[name][guide_at] * (np.asarray(sizes) / sizes[guide_at]) ** k
         ax.plot(sizes, guide, style, color="grey", linewidth=1, label=f"a slope of exactly {k}")
     log_axes(ax, xticks=sizes)
     ax.set_title(title)
     ax.set_xlabel(xlabel)
-    ax.set_ylabel("median time per call (ms)")
+    ax.set_ylabel(ylabel)
 
 
 def plot_peaks(ax, sizes, peaks, colours, exponents=None, linestyles=None, title="", xlabel="n",

@@ -48,7 +48,16 @@ def flops_returns_total(n, d_model):
     return 8 * n * d_model ** 2 + 4 * n * n * d_model
 
 
+def flops_b_minus_1_additions(n, d_model):
+    # a dot product of length b: b multiplications and b - 1 additions
+    def matmul(a, b, c):
+        return a * c * (b + (b - 1))
+    return {"projections": 3 * matmul(n, d_model, d_model), "scores": matmul(n, d_model, n),
+            "weighted_sum": matmul(n, n, d_model), "output_projection": matmul(n, d_model, d_model)}
+
+
 WRONG_FLOPS = {
+    "b - 1 additions per dot product": (flops_b_minus_1_additions, "was counted with b - 1 additions"),
     "multiply-add counted as 1": (flops_multiply_add_is_one, "a multiply-add is 2"),
     "W_O counted among projections": (flops_wo_among_projections,
                                       "W_O was counted among the projections"),

@@ -4,7 +4,7 @@ import numpy as np
 import pytest
 
 from helpers.measure import (format_bytes, median_time, median_times, plot_peaks, plot_times,
-                             slider_step_report, traced_peak, traced_peaks)
+                             slider_step_report, times_with_spread, traced_peak, traced_peaks)
 
 
 class FakeClock:
@@ -160,7 +160,27 @@ def test_median_times_builds_each_size_once_and_times_every_function():
     assert np.all(times["a"] >= 0)
 
 
+def test_times_with_spread_gives_median_fastest_and_slowest_group_on_the_given_clock():
+    # one warm-up call of 1 s (so groups of 1 call), then groups lasting 3, 1 and 2 s
+    clock = FakeClock([0, 1, 10, 13, 20, 21, 30, 32])
+    spread = times_with_spread(lambda size: {"a": lambda: None}, [5], repeat=3, clock=clock)
+    median, low, high = spread["a"]
+    assert (median.tolist(), low.tolist(), high.tolist()) == ([2.0], [1.0], [3.0])
+
+
 # ------------------------------------------------------------ plot_times
+def test_plot_times_draws_the_spread_and_guides_through_the_chosen_point():
+    import matplotlib.pyplot as plt
+
+    _, ax = plt.subplots()
+    sizes = np.array([1.0, 2.0, 4.0])
+    plot_times(ax, sizes, {"a": np.array([1e-3, 3e-3, 4e-3])}, {"a": "black"},
+               guides=[("a", 1)], guide_at=0, spread={"a": (np.full(3, 1e-3), np.full(3, 5e-3))})
+    np.testing.assert_allclose(ax.get_lines()[1].get_ydata(), [1, 2, 4])    # slope 1 through (1, 1 ms)
+    band = ax.collections[0].get_paths()[0].vertices[:, 1]
+    assert band.min() == pytest.approx(1) and band.max() == pytest.approx(5)  # ms
+
+
 def test_plot_times_draws_one_line_per_name_in_ms_with_fitted_exponents_and_guides():
     import matplotlib.pyplot as plt
 

@@ -90,6 +90,11 @@ FLOPS_MISTAKES += [
     Mistake("\"projections\" counts only one of the three matrices: Q, K and V each cost "
             "2*n*d*d.",
             lambda n, d: _flops(n, d, proj_mats=1)),
+    Mistake("each dot product of length b was counted with b - 1 additions, (2b - 1)*a*c for an "
+            "(a, b) @ (b, c) product: exact for the additions, but FLOPs count one multiply-add "
+            "(2 operations) per multiplication, so the product costs 2*a*b*c (section 1).",
+            lambda n, d: {"projections": 3 * (2 * d - 1) * n * d, "scores": (2 * d - 1) * n * n,
+                          "weighted_sum": (2 * n - 1) * n * d, "output_projection": (2 * d - 1) * n * d}),
 ]
 
 

@@ -10,7 +10,11 @@ right one:
   including block_size > n_k (a single, partial block) and block_size = 1; in the
   first case the last block holds 2 keys, so dropping it differs from cutting one
   key short;
-- n_q, n_k, d_k and d_v all differ (a transposed product cannot pass by luck).
+- n_q, n_k, d_k and d_v all differ (a transposed product cannot pass by luck);
+- one case has scores around +1000 for some queries and -1000 for the others: exp(1000)
+  overflows and exp(-1000) underflows to 0, so a version with no running maximum (plain
+  exp sums) and one whose running maximum starts at 0 both give NaN there (scores up to
+  ~100, as in the other cases, let both pass).
 
 The tolerance is tight (1e-10 absolute in float64): tiling changes only rounding.
 
@@ -55,6 +59,24 @@ def _case(rng, n_q, n_k, d_k, d_v, block_size, label, growth=None):
                 label=f"{label}: Q {Q.shape}, K {K.shape}, V {V.shape}, block_size={block_size}")
 
 
+def _huge_scores_case(rng, n_q, n_k, d_k, d_v, block_size, label):
+    """Scores of about +1000 (even queries) and -1000 (odd queries), spread by O(1) within a row.
+
+    The first coordinate of every key is 1000 * sqrt(d_k) and of every query +-1: each
+    query's scores are shifted by +-1000, so its softmax weights stay spread over the keys.
+    """
+    Q = rng.standard_normal((n_q, d_k))
+    Q[:, 0] = (-1.0) ** np.arange(n_q)
+    K = rng.standard_normal((n_k, d_k))
+    K[:, 0] = 1000.0 * np.sqrt(d_k)
+    V = rng.standard_normal((n_k, d_v))
+    return Case((Q, K, V), {"block_size": block_size},
+                label=f"{label}: Q {Q.shape}, K {K.shape}, V {V.shape}, block_size={block_size}")
+
+
+_HUGE = "scores around +1000 and -1000"
+
+
 def make_cases(rng, hidden):
     # (n_q, n_k, d_k, d_v, block_size, label, growth)
     specs = [
@@ -64,10 +86,12 @@ def make_cases(rng, hidden):
         (3, 7, 5, 4, 1, "block_size = 1", 2.0),
         (7, 33, 8, 6, 16, "random scores, last block of 1 key", None),
         (2, 9, 4, 3, 4, "large scores (up to ~100)", 25.0),
+        (4, 11, 3, 2, 4, _HUGE, "huge"),
     ]
     if hidden:
         specs = _hidden_specs(rng)
-    return [_case(rng, *spec[:6], growth=spec[6]) for spec in specs]
+    return [_huge_scores_case(rng, *spec[:6]) if spec[6] == "huge"
+            else _case(rng, *spec[:6], growth=spec[6]) for spec in specs]
 
 
 def _hidden_specs(rng):
@@ -90,6 +114,7 @@ def _hidden_specs(rng):
         (size(2, 6), size(3, 7), *dims()[:2], 1, "block_size = 1", 2.0),
         (size(6, 12), size(30, 60), size(4, 10), size(3, 8), size(5, 9), "random scores", None),
         (size(2, 5), size(9, 16), *dims()[:2], size(2, 4), "large scores", 20.0),
+        (size(4, 8), size(12, 30), *dims()[:2], size(3, 6), _HUGE, "huge"),
     ]
 
 
@@ -98,15 +123,18 @@ def _naive(Q, K, V):
 
 
 def _online(Q, K, V, block_size, *, rescale_l=True, rescale_acc=True, divide=True,
-            blocks=None, scale=True, allowed=None, mask_after_exp=False):
+            blocks=None, scale=True, allowed=None, mask_after_exp=False, max_from=-np.inf,
+            track_max=True):
     """Online softmax with switchable mistakes (the reference is all defaults).
 
     ``allowed(i, j)`` (query positions (n_q, 1), key positions (1, b)) -> bool (n_q, b)
     masks the scores where it is False; None: no mask. ``mask_after_exp``: the running
     max is taken over every key of the block, and the mask zeroes the exponentials.
+    ``max_from``: the running max's starting value; ``track_max=False``: no running max at
+    all (plain exponentials, exp(s)).
     """
     n_q, n_k = Q.shape[0], K.shape[0]
-    m = np.full((n_q, 1), -np.inf)
+    m = np.full((n_q, 1), max_from if track_max else 0.0)
     ell = np.zeros((n_q, 1))                 # the running sum l
     acc = np.zeros((n_q, V.shape[1]))
     starts = range(0, n_k, block_size) if blocks is None else blocks(n_k, block_size)
@@ -119,7 +147,7 @@ def _online(Q, K, V, block_size, *, rescale_l=True, rescale_acc=True, divide=Tru
             keys = np.arange(start, start + s.shape[1])[None, :]          # (1, b)
             keep = allowed(np.arange(n_q)[:, None], keys, start)
             s = s if mask_after_exp else np.where(keep, s, -np.inf)
-        m_new = np.maximum(m, s.max(axis=1, keepdims=True))
+        m_new = np.maximum(m, s.max(axis=1, keepdims=True)) if track_max else m
         p = np.exp(s - m_new) if not mask_after_exp else np.exp(s - m_new) * keep
         r = np.exp(m - m_new)
         ell = (ell * r if rescale_l else ell) + p.sum(axis=1, keepdims=True)
@@ -143,6 +171,13 @@ def _padded_last_block(Q, K, V, block_size):
 _RESCALE = ("when a block raises the running max m, the running sum l and the accumulator acc "
             "must both be rescaled by exp(m_old - m_new) before the new block is added: they "
             "were computed relative to the old max.")
+_NO_MAX = ("no running maximum: the exponentials are taken of the scores themselves, and exp "
+           "overflows to inf for scores above ~709 (here about 1000), then inf / inf = NaN (and "
+           "exp underflows to 0 below ~-745, then 0 / 0 = NaN). Keep a running max m per query, "
+           "start it at -inf, and take exp(s - m).")
+_MAX_FROM_0 = ("the running max starts at 0: when every score of a query is very negative (here "
+               "about -1000), m stays 0, every exp(s - m) underflows to 0, and the output is 0 / 0 "
+               "= NaN. Start m at -inf, so that the first block's max replaces it.")
 _PARTIAL = ("off by one at the last block: n_k is not a multiple of block_size, and the last, "
             "shorter block of keys was {what}. Loop with range(0, n_k, block_size) and slice "
             "K[start:start + block_size] (Python's slice stops at the end by itself).")
@@ -172,6 +207,8 @@ MISTAKES = [
     Mistake("the scores are not divided by sqrt(d_k): each block's scores are "
             "Q @ K_block.T / sqrt(d_k), as in the naive attention.",
             lambda Q, K, V, block_size: _online(Q, K, V, block_size, scale=False)),
+    Mistake(_NO_MAX, lambda Q, K, V, block_size: _online(Q, K, V, block_size, track_max=False)),
+    Mistake(_MAX_FROM_0, lambda Q, K, V, block_size: _online(Q, K, V, block_size, max_from=0.0)),
 ]
 
 # ----------------------------------------------------------------- causal
@@ -179,7 +216,9 @@ _FAR = "future keys score about 1000 more than the visible ones"
 
 
 def _causal_case(rng, n, d_k, d_v, block_size, label, growth=None):
-    if growth == "far":      # key j scores about 300 * j: a future key far above the visible ones
+    if growth == "huge":
+        case = _huge_scores_case(rng, n, n, d_k, d_v, block_size, label)
+    elif growth == "far":      # key j scores about 300 * j: a future key far above the visible ones
         Q = np.abs(rng.standard_normal((n, d_k))) + 0.5
         K = np.outer(300.0 * np.arange(n) + 1.0, np.ones(d_k)) / Q.sum(axis=1).mean() * np.sqrt(d_k)
         K = K * (1 + 0.01 * rng.standard_normal(K.shape))
@@ -201,6 +240,7 @@ def make_causal_cases(rng, hidden):
         (1, 3, 2, 4, "a single token", None),
         (33, 8, 6, 16, "random scores, last block of 1 key", None),
         (7, 3, 2, 3, _FAR, "far"),
+        (9, 4, 3, 4, _HUGE, "huge"),
     ]
     if hidden:   # the grader's sizes, drawn afresh for each grading run
         size = sizer(rng)
@@ -216,6 +256,7 @@ def make_causal_cases(rng, hidden):
             (1, size(2, 5), size(2, 5), size(2, 4), "a single token", None),
             (size(20, 40), size(4, 9), size(3, 7), size(5, 9), "random scores", None),
             (size(6, 9), d_k, d_v, size(2, 4), _FAR, "far"),
+            (size(10, 20), d_k, d_v, size(3, 6), _HUGE, "huge"),
         ]
     return [_causal_case(rng, *spec[:5], growth=spec[5]) for spec in specs]
 
@@ -269,6 +310,10 @@ CAUSAL_MISTAKES = [
     Mistake("the scores are not divided by sqrt(d_k): each block's scores are "
             "Q @ K_block.T / sqrt(d_k), as in the naive attention.",
             lambda Q, K, V, block_size: _causal_online(Q, K, V, block_size, scale=False)),
+    Mistake(_NO_MAX, lambda Q, K, V, block_size: _causal_online(Q, K, V, block_size,
+                                                                 track_max=False)),
+    Mistake(_MAX_FROM_0, lambda Q, K, V, block_size: _causal_online(Q, K, V, block_size,
+                                                                     max_from=0.0)),
 ]
 
 
