@@ -228,10 +228,12 @@ def test_the_n_gram_ladder_by_counting():
     # Witten-Bell, order 0 the add-one unigram (3/8, 4/8, 1/8). After 1: seen 2 times, 2 distinct
     # (1 -> 0, 1 -> 1): P(0 | 1) = (1 + 2 * 3/8) / (2 + 2) = 7/16. After 0: seen twice, always 1:
     # P(2 | 0) = (0 + 1 * 1/8) / (2 + 1) = 1/24.
-    assert text.ngram_loss(train_ids, held_ids, 3, 2) == pytest.approx(-(math.log(7 / 16) + math.log(1 / 24)) / 2)
+    assert text.ngram_loss(train_ids, held_ids, 3, 2) == pytest.approx(
+        -(math.log(7 / 16) + math.log(1 / 24)) / 2)
     # a trigram: the context (1, 0) was seen once, followed by 1: P(2 | 1 0) = (0 + 1 * 1/24) / (1 + 1);
     # the first scored character has one character of context only, so it keeps 7/16
-    assert text.ngram_loss(train_ids, held_ids, 3, 3) == pytest.approx(-(math.log(7 / 16) + math.log(1 / 48)) / 2)
+    assert text.ngram_loss(train_ids, held_ids, 3, 3) == pytest.approx(
+        -(math.log(7 / 16) + math.log(1 / 48)) / 2)
 
 
 def test_the_conditional_bigram_entropy_by_counting():

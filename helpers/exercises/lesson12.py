@@ -250,7 +250,8 @@ def _ntp_case(logits, label, temperature=None, top_k="absent"):
 def ntp_cases(rng, hidden):
     first = np.array([1.0, 2.5, 2.5, -1.0, 0.5, 3.0])       # a tie at the 2nd and 3rd place
     cases = [_ntp_case(first, "a tie at the k-th place", 0.5, 2),
-             _ntp_case(rng.standard_normal(7) * 2, "temperature only, top_k left at None (no cut: every token is kept)", 2.0),
+             _ntp_case(rng.standard_normal(7) * 2,
+                       "temperature only, top_k left at None (no cut: every token is kept)", 2.0),
              _ntp_case(rng.standard_normal(5), "top_k=None (no cut: every token is kept)", 0.7, None),
              _ntp_case(rng.standard_normal(6), "top-k, temperature 1", top_k=3),
              _ntp_case([800.0, 790.0, 0.0, -5.0], "large logits, a low temperature", 0.1, 2),
@@ -264,8 +265,8 @@ def ntp_cases(rng, hidden):
         order = np.argsort(-tied)
         tied[order[k]] = tied[order[k - 1]]                 # the k-th and (k+1)-th tie
         cases = [_ntp_case(tied, "a tie at the k-th place", float(rng.choice([0.5, 0.8])), k),
-                 _ntp_case(rng.standard_normal(size(8, 12)) * 2, "temperature only, top_k left at None (no cut: every token is kept)",
-                           1.7),
+                 _ntp_case(rng.standard_normal(size(8, 12)) * 2,
+                           "temperature only, top_k left at None (no cut: every token is kept)", 1.7),
                  _ntp_case(rng.standard_normal(size(5, 9)), "top_k=None (no cut: every token is kept)",
                            0.6, None),
                  _ntp_case(rng.standard_normal(size(6, 10)), "top-k, temperature 1", top_k=size(2, 4)),
