@@ -246,8 +246,8 @@ def _attention_grads(Q, K, V, W, d_out, *, scale_q="sqrt", scale_k="sqrt", softm
     return dQ_, dK_, dV_
 
 
-_SCALE = ("S = Q @ K.T / sqrt(d_k), so the 1/sqrt(d_k) comes back in the backward pass: "
-          "dQ = dS @ K / sqrt(d_k) and dK = dS.T @ Q / sqrt(d_k).")
+_SCALE = ("the forward pass divides the scores by sqrt(d_k), and that factor comes back in the "
+          "backward pass, in dQ and in dK alike.")
 
 ATTENTION_BACKWARD_MISTAKES = [
     Mistake("the 1/sqrt(d_k) is missing in dQ and dK: " + _SCALE,
@@ -260,12 +260,11 @@ ATTENTION_BACKWARD_MISTAKES = [
             lambda *a: _attention_grads(*a, scale_q="d_k", scale_k="d_k")),
     Mistake(f"dQ and dK were scaled by 1/sqrt({NOTEBOOK_D_K}), a fixed size, but this input's d_k "
             f"(Q's last axis) is not {NOTEBOOK_D_K}. Read d_k from the input inside the function: "
-            f"d_k = Q.shape[-1]. (The notebook's section 4 has a global d_k = {NOTEBOOK_D_K}: "
+            f"d_k = Q.shape[-1]. (The notebook's section 5 has a global d_k = {NOTEBOOK_D_K}: "
             f"was it used here?)",
             lambda *a: _attention_grads(*a, scale_q="notebook", scale_k="notebook")),
-    Mistake("dV was computed with W instead of its transpose: out = W @ V, so "
-            "dV = W.T @ d_out, shape (n_k, d_v): key j's value receives from every query "
-            "that looked at it.",
+    Mistake("dV was computed with the weights P instead of their transpose: out = P @ V, so "
+            "key j's value receives from every query that looked at it (column j of P), shape (n_k, d_v).",
             lambda *a: _attention_grads(*a, dV="W")),
     Mistake("dK is transposed: dS @ Q uses dS the wrong way round. Row i of dS holds query i's "
             "scores, but key j's gradient must collect column j of dS (every query's score with "
@@ -277,22 +276,24 @@ ATTENTION_BACKWARD_MISTAKES = [
     Mistake("dQ and dK are swapped: return (dQ, dK, dV) in that order. dQ has Q's shape "
             "and is built from K; dK has K's shape and is built from Q.",
             lambda *a: (lambda dq, dk, dv: (dk, dq, dv))(*_attention_grads(*a))),
-    Mistake("dQ was built from Q and dK from K: each comes from the *other* one. "
-            "S = Q @ K.T / sqrt(d_k), so dQ = dS @ K / sqrt(d_k) and dK = dS.T @ Q / sqrt(d_k).",
+    Mistake("dQ was built from Q and dK from K: each comes from the *other* one (a score is "
+            "a product of a query and a key, so moving the query moves it by the key, and the "
+            "other way round).",
             lambda *a: _attention_grads(*a, dQ="self", dK="self")),
-    Mistake("the softmax's backward used only the diagonal of its Jacobian: W * (1 - W) * dW. "
-            "Use your softmax_backward(W, dW): dS = W * (dW - sum(dW * W, axis=-1, keepdims=True)).",
+    Mistake("the softmax's backward used only the diagonal of its Jacobian: P * (1 - P) * dP. "
+            "Use your softmax_backward(P, dP), which keeps the off-diagonal terms.",
             lambda *a: _attention_grads(*a, softmax="diagonal")),
-    Mistake("the softmax's backward is missing the factor W: dS = W * (dW - sum(dW * W)). "
+    Mistake("the softmax's backward is missing the factor P (the weights) in front. "
             "Without it, masked entries (weight 0) get a gradient.",
             lambda *a: _attention_grads(*a, softmax="no y")),
-    Mistake("the softmax was skipped in the backward pass: dW is the gradient of the "
-            "weights, not of the scores. dS = softmax_backward(W, dW).",
+    Mistake("the softmax was skipped in the backward pass: dP is the gradient of the "
+            "weights P, not of the scores; the scores' gradient goes through softmax_backward.",
             lambda *a: _attention_grads(*a, softmax="skipped")),
     Mistake("the softmax's backward summed along the wrong axis: each query's row of weights "
             "is one softmax, so sum along the keys (axis=-1).",
             lambda *a: _attention_grads(*a, softmax="axis -2")),
-    Mistake("dW is transposed: out = W @ V gives dW = d_out @ V.T, shape (n_q, n_k) like W.",
+    Mistake("dP (the weights' gradient) is transposed: it must have the weights' shape (n_q, n_k), "
+            "one row per query.",
             lambda *a: _attention_grads(*a, dW="transposed")),
     Mistake("the weights were recomputed from Q and K, which loses the mask: use the "
             "weights you are given (a masked entry has weight 0 there and gets no gradient).",
