@@ -120,7 +120,7 @@ LN_MISTAKES = [
             "everywhere, in the standard deviation too.",
             lambda *a, **k: _ln_backward(*a, **k, ddof_in_std_only=True)),
     Mistake("eps was left out: the standard deviation is sqrt(var + eps), which matters for a "
-            "row whose spread is tiny (this case has one, with eps=1e-2).",
+            "row whose spread is tiny (the cases include such rows).",
             lambda *a, **k: _ln_backward(*a, **k, use_eps=False)),
     Mistake("eps was dropped from the last division: x_hat uses sqrt(var + eps), but dx is "
             "divided by sqrt(var). The forward pass divides by sqrt(var + eps), so the backward "
