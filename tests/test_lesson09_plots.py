@@ -81,13 +81,21 @@ def test_accuracy_by_shift_draws_no_line_across_shifts_not_measured():
     assert "shifts not measured" in " ".join(t.get_text() for t in ax.get_legend().get_texts())
 
 
+def _x_range(patch):
+    """A span's extent along x: axvspan draws a Rectangle (matplotlib >= 3.9) or a Polygon (older)."""
+    if hasattr(patch, "get_width"):
+        return patch.get_x(), patch.get_x() + patch.get_width()
+    xs = np.asarray(patch.get_xy())[:, 0]
+    return xs.min(), xs.max()
+
+
 def test_accuracy_by_shift_breaks_the_axis_at_shifts_not_measured_and_says_which():
     fig = plots.accuracy_by_shift({"rope": [{0: 1.0, 1: 0.9, 2: 0.8, 4: 0.6, 8: 0.2}]})
     ax = fig.axes[0]
     x = dict(zip((int(t.get_text()) for t in ax.get_xticklabels()), ax.get_xticks()))
     step = x[1] - x[0]
     assert x[8] - x[4] <= 2 * step and x[4] - x[2] <= 2 * step            # 5-7 and 3 take little room
-    spans = sorted((p.get_x(), p.get_x() + p.get_width()) for p in ax.patches)
+    spans = sorted(_x_range(p) for p in ax.patches)
     assert len(spans) == 2 and x[2] < spans[0][0] < spans[0][1] < x[4] < spans[1][0] < spans[1][1] < x[8]
     assert [t.get_text().split("\n")[0] for t in ax.texts] == ["s = 3", "s = 5-7"]
 
