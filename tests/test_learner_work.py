@@ -1,4 +1,4 @@
-"""A learner's work is never lost (COURSE.md, "Who uses it").
+"""A learner's work is never lost (the README: a learner works in my-notebooks/).
 
 A learner works where the README says: ``my-notebooks/``, the copy of the lessons that
 ``make lab`` makes on first use (git-ignored). In a checkout of the course (a git clone of
