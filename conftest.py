@@ -51,7 +51,8 @@ if not hasattr(run_cache, "install"):
 RUN_CACHE_ENV = run_cache.ENV
 
 # The run's shared training folder: made by the process that starts the run, inherited by
-# the pytest-xdist workers and every kernel they start, removed at the end.
+# the pytest-xdist workers and every kernel they start, removed at the end. One given
+# beforehand is used and kept (.ci/run gives one to make test and make test-integration).
 _MADE_HERE = RUN_CACHE_ENV not in os.environ
 if _MADE_HERE:
     os.environ[RUN_CACHE_ENV] = tempfile.mkdtemp(prefix="course-run-cache-")

@@ -18,7 +18,7 @@ notebook's setup cell finds). A wrapped function stores its result in the folder
 time, and every later call with the same arguments, in any process of that run, reads that
 result back instead of training again.
 
-Without the variable (JupyterLab, Colab, the website, a benchmark) nothing is wrapped and
+Without the variable (a learner's JupyterLab, Colab, the website build, a benchmark) nothing is wrapped and
 every call runs. The key of a result is the function, its arguments, the text of every
 module of the imported ``helpers`` a learner gets, and the versions of Python and NumPy: a
 result is only reused where running the call again would give the very same numbers.
