@@ -11,8 +11,10 @@ folder, ``--repeat`` times (wall clock, and the CPU seconds of the grader and it
 kernels; with their spread). ``--course DIR`` grades with another checkout's
 ``helpers`` (say, the main branch's, to compare before and after a change; the
 class is built from this checkout's notebooks either way). The machine's load
-average is printed before and after each run: on a shared machine the figure is
-only as good as the quiet around it.
+average is printed before and after each run, and the CPU time one kernel's imports take
+now (NumPy and matplotlib, as every lesson's first cell): on a shared machine (a VM whose
+host is busy) the same work can take half as long again, and the figure is only as good as
+the quiet around it.
 """
 
 import argparse
@@ -62,6 +64,18 @@ def grade_once(folder, args, course):
     return wall, cpu, load_before, load_after, json.loads(gradebook.read_text())
 
 
+def import_probe(repeat=3):
+    """Median CPU seconds of a fresh Python importing NumPy and matplotlib.pyplot: the machine's speed now."""
+    times = []
+    for _ in range(repeat):
+        before = resource.getrusage(resource.RUSAGE_CHILDREN)
+        subprocess.run([sys.executable, "-c", "import numpy, matplotlib.pyplot"], check=True,
+                       env={**os.environ, "MPLBACKEND": "agg"})
+        after = resource.getrusage(resource.RUSAGE_CHILDREN)
+        times.append((after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime))
+    return statistics.median(times)
+
+
 def spread(values):
     return (f"median {statistics.median(values):6.1f} s, min {min(values):.1f}, max {max(values):.1f}"
             if len(values) > 1 else f"{values[0]:6.1f} s")
@@ -86,6 +100,8 @@ def main():
         print(f"grading {args.count} submissions ({args.lesson}) with --jobs {args.jobs}"
               f"{' --run-all' if args.run_all else ''} on {os.cpu_count()} CPUs, "
               f"helpers of {args.course.resolve()}")
+        print(f"speed probe: importing NumPy + matplotlib.pyplot takes {import_probe():.2f} s of CPU now "
+              f"(each grading kernel does it once)")
         for i in range(args.repeat):
             wall, cpu, before, after, rows = grade_once(folder, args, args.course.resolve())
             walls.append(wall)
