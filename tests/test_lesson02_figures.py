@@ -8,8 +8,12 @@ import matplotlib
 import matplotlib.pyplot as plt
 import numpy as np
 import pytest
+from matplotlib.backends.backend_agg import FigureCanvasAgg
+from matplotlib.lines import Line2D
+from matplotlib.patches import Rectangle, StepPatch
+from matplotlib.transforms import Bbox
 
-from helpers import data, reference
+from helpers import data, reference, widgets
 from helpers.lessons.l02_scaled_scores import figures as lesson02
 
 matplotlib.use("Agg")
@@ -21,6 +25,74 @@ def test_against_dk_draws_the_prediction_and_each_measurement_on_log_axes():
     assert [line.get_label() for line in ax.get_lines()] == ["Var = d_k", "a", "b"]
     assert ax.get_xscale() == ax.get_yscale() == "log"
     assert ax.get_title() == "t" and ax.get_ylabel() == "v" and "d_k" in ax.get_xlabel()
+    plt.close(ax.figure)
+
+
+def _drawn_legends(fig):
+    """Draw ``fig``; return its renderer and every legend in it (the figure's and the axes')."""
+    renderer = FigureCanvasAgg(fig).get_renderer()
+    fig.draw(renderer)
+    return renderer, [*fig.legends, *(ax.get_legend() for ax in fig.axes if ax.get_legend())]
+
+
+def _covered(fig):
+    """What a legend of ``fig`` covers, after a draw: ``[(legend's first entry, what it covers)]``.
+
+    Data is what the axes show of each bar, each histogram bin (height > 0) and each line
+    (its segments, sampled every pixel, and its markers), in pixels.
+    """
+    renderer, legends = _drawn_legends(fig)
+    boxes = {legend.get_texts()[0].get_text(): legend.get_window_extent(renderer) for legend in legends}
+    covered = []
+    for ax in fig.axes:
+        for artist in [*ax.patches, *ax.lines]:
+            name = artist.get_label()
+            if isinstance(artist, Rectangle):
+                shown = Bbox.intersection(artist.get_window_extent(renderer), ax.bbox)
+                parts = [(shown, 0)] if shown is not None and shown.height > 0 else []
+            elif isinstance(artist, StepPatch):
+                values, edges, _ = artist.get_data()
+                parts = [(Bbox(ax.transData.transform([[a, 0], [b, v]])), 0)
+                         for v, a, b in zip(values, edges[:-1], edges[1:]) if v > 0]
+            elif isinstance(artist, Line2D):
+                xy = ax.transData.transform(np.column_stack([artist.get_xdata(), artist.get_ydata()]))
+                steps = [np.linspace(p, q, int(np.hypot(*(q - p))) + 2) for p, q in zip(xy, xy[1:])]
+                radius = artist.get_markersize() * fig.dpi / 72 / 2 if artist.get_marker() else 0
+                parts = [(Bbox([p, p]), 0) for p in np.concatenate(steps)]
+                parts += [(Bbox([p, p]), radius) for p in xy]
+            for legend, box in boxes.items():
+                if any(box.padded(pad).overlaps(part) for part, pad in parts):
+                    covered.append((legend, name))
+    return covered
+
+
+def _exact_variances():
+    """Lesson 02's variance figure (its labels: they set the legend's size), drawn with the
+    exact lines it measures: d_k, 1 and 1/d_k."""
+    dks = widgets.powers_of_two(1, 1024)
+    d = np.array(dks, dtype=float)
+    return lesson02.against_dk(dks, {"measured Var(q · k), no scaling": d,
+                                     "measured Var(q · k / √d_k)": np.ones_like(d),
+                                     "measured Var(q · k / d_k)": 1 / d},
+                               prediction=("Var = d_k (prediction)", d),
+                               title="The variance of a dot product grows like d_k; "
+                                     "dividing by √d_k keeps it at 1",
+                               ylabel="variance over 2000 random pairs")
+
+
+def test_against_dk_legend_covers_no_line():
+    ax = _exact_variances()
+    assert _covered(ax.figure) == []
+    plt.close(ax.figure)
+
+
+def test_against_dk_prediction_is_drawn_over_the_measurements_in_its_own_colour_and_dashed():
+    ax = _exact_variances()
+    prediction, *measured = ax.get_lines()
+    assert all(prediction.get_zorder() > line.get_zorder() for line in measured)
+    assert matplotlib.colors.to_hex(prediction.get_color()) not in {
+        matplotlib.colors.to_hex(line.get_color()) for line in measured}
+    assert prediction.get_linestyle() not in ("-", "None")
     plt.close(ax.figure)
 
 
@@ -109,6 +181,36 @@ def test_dk_explorer_is_a_slider_over_powers_of_two_and_a_picture():
     before = bytes(image.value)
     slider.value = 512
     assert bytes(image.value) != before
+
+
+@pytest.fixture(scope="module")
+def dk_figure():
+    fig, update, _ = lesson02.dk_figure(WORDS, reference.softmax)
+    return fig, update
+
+
+@pytest.mark.parametrize("d_k", widgets.powers_of_two(1, 512))
+def test_dk_figure_legend_covers_no_bar_and_no_histogram_at_any_slider_position(dk_figure, d_k):
+    fig, update = dk_figure
+    update(d_k)
+    assert _covered(fig) == []
+
+
+@pytest.mark.parametrize("make", [lambda: lesson02.dk_figure(WORDS, reference.softmax)[0],
+                                  lambda: _exact_variances().figure], ids=["d_k slider", "against_dk"])
+def test_legends_are_inside_the_picture_and_clear_of_every_axis_label(make):
+    fig = make()
+    renderer, legends = _drawn_legends(fig)
+    assert legends
+    for legend in legends:
+        box = legend.get_window_extent(renderer)
+        assert fig.bbox.containsx(box.x0) and fig.bbox.containsx(box.x1)
+        assert fig.bbox.containsy(box.y0) and fig.bbox.containsy(box.y1)
+        for ax in fig.axes:
+            labels = [ax.xaxis.label, ax.yaxis.label, *ax.get_xticklabels(), *ax.get_yticklabels()]
+            assert not any(box.overlaps(text.get_window_extent(renderer)) for text in labels
+                           if text.get_text())
+    plt.close(fig)
 
 
 @pytest.mark.parametrize("d_k", [4, 256])

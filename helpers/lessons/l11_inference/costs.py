@@ -207,17 +207,8 @@ def gqa_step_times(decode_step, n, kv_heads, d_model=64, num_heads=8, repeat=7, 
     -------
     dict num_kv_heads -> seconds
     """
-    keep_freed_memory()
-    rng = np.random.default_rng(seed)
-    d_head = d_model // num_heads
-    times = {}
-    for g in kv_heads:
-        W = random_weights(d_model, num_heads, g, seed=seed)
-        x = rng.standard_normal(d_model)
-        cache = {"K": rng.standard_normal((g, n, d_head)), "V": rng.standard_normal((g, n, d_head))}
-        times[g] = measure.median_time(lambda: decode_step(x, cache, *W, num_heads, g), repeat=repeat,
-                                       number=None, clock=clock, min_group=min_group)
-    return times
+    return _step_times(lambda x, cache, W, g: decode_step(x, cache, *W, num_heads, g), n, kv_heads,
+                       d_model, num_heads, repeat, seed, clock, min_group)
 
 
 def preallocated_step_times(n, kv_heads, d_model=64, num_heads=8, repeat=7, seed=0,
@@ -233,6 +224,14 @@ def preallocated_step_times(n, kv_heads, d_model=64, num_heads=8, repeat=7, seed
     -------
     dict num_kv_heads -> seconds
     """
+    def step(x, cache, W, g):
+        return generate.decode_step_preallocated(x, cache, n, *W, num_heads, g)
+    # The cache holds n tokens and room for one more.
+    return _step_times(step, n + 1, kv_heads, d_model, num_heads, repeat, seed, clock, min_group)
+
+
+def _step_times(step, length, kv_heads, d_model, num_heads, repeat, seed, clock, min_group):
+    """Median seconds of ``step(x, cache, W, g)``, a cache of ``length`` random columns, per kv-head count."""
     keep_freed_memory()
     rng = np.random.default_rng(seed)
     d_head = d_model // num_heads
@@ -240,11 +239,9 @@ def preallocated_step_times(n, kv_heads, d_model=64, num_heads=8, repeat=7, seed
     for g in kv_heads:
         W = random_weights(d_model, num_heads, g, seed=seed)
         x = rng.standard_normal(d_model)
-        cache = {"K": rng.standard_normal((g, n + 1, d_head)),          # n tokens, room for one more
-                 "V": rng.standard_normal((g, n + 1, d_head))}
-        times[g] = measure.median_time(
-            lambda: generate.decode_step_preallocated(x, cache, n, *W, num_heads, g),
-            repeat=repeat, number=None, clock=clock, min_group=min_group)
+        cache = {"K": rng.standard_normal((g, length, d_head)), "V": rng.standard_normal((g, length, d_head))}
+        times[g] = measure.median_time(lambda: step(x, cache, W, g), repeat=repeat, number=None,
+                                       clock=clock, min_group=min_group)
     return times
 
 
