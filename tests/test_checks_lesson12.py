@@ -1,8 +1,9 @@
 """The lesson 12 checks (layer_norm_backward, mlp_backward, next_token_probabilities).
 
 Wrong versions are written here the way a learner might write them (np.var, a chain of
-intermediate gradients as in CS231n's layer notes, np.argsort and thresholds), independently of
-the mistake catalogue in helpers/exercises/lesson12.py; each must get its specific message.
+intermediate gradients as in CS231n's layer notes, np.argsort, np.argpartition and thresholds),
+independently of the mistake catalogue in helpers/exercises/lesson12.py; each must get its
+specific message.
 Correct versions written in other ways must pass. Both tables (``WRONG_BY_EXERCISE``,
 ``RIGHT_BY_EXERCISE``) are run in test_checks_versions.py.
 """
@@ -224,6 +225,23 @@ def ntp_reversed(logits, temperature=1.0, top_k=None):
     return e / e.sum(-1, keepdims=True)
 
 
+def ntp_top_indices(logits, temperature=1.0, top_k=None, *, how):
+    """Top-k by the indices of the k largest, found in a way that leaves ties in no set order."""
+    z = logits / temperature
+    if top_k is not None and top_k < z.shape[-1]:
+        if how == "argpartition of -z":
+            top = np.argpartition(-z, top_k - 1, axis=-1)[..., :top_k]
+        elif how == "argpartition of z, last k":
+            top = np.argpartition(z, -top_k, axis=-1)[..., -top_k:]
+        else:                                       # np.argsort's default sort (not stable)
+            top = np.argsort(-z, axis=-1)[..., :top_k]
+        kept = np.full(z.shape, -np.inf)
+        np.put_along_axis(kept, top, np.take_along_axis(z, top, axis=-1), axis=-1)
+        z = kept
+    e = np.exp(z - z.max(-1, keepdims=True))
+    return e / e.sum(-1, keepdims=True)
+
+
 def ntp_no_none(logits, temperature=1.0, top_k=None):
     """Compares top_k with the vocabulary without asking whether it is None."""
     z = logits / temperature
@@ -250,7 +268,7 @@ def ntp_power(logits, temperature=1.0, top_k=None):
 
 
 def ntp_logsumexp(logits, temperature=1.0, top_k=None):
-    """log-softmax with a log-sum-exp; top-k by np.argpartition plus tie-breaking by id."""
+    """log-softmax with a log-sum-exp; top-k by np.lexsort on (-logit, id)."""
     z = logits / temperature
     if top_k is not None and top_k < z.shape[-1]:
         order = np.lexsort((np.broadcast_to(np.arange(z.shape[-1]), z.shape), -z), axis=-1)
@@ -261,6 +279,18 @@ def ntp_logsumexp(logits, temperature=1.0, top_k=None):
     return np.exp(z - m - np.log(np.exp(z - m).sum(-1, keepdims=True)))
 
 
+def ntp_partition_then_ties(logits, temperature=1.0, top_k=None):
+    """The k-th largest by np.partition; every larger logit kept, then tied ones by id up to k."""
+    z = logits / temperature
+    if top_k is not None and top_k < z.shape[-1]:
+        kth = np.partition(z, -top_k, axis=-1)[..., -top_k, None]
+        above, tied = z > kth, z == kth
+        room = top_k - above.sum(axis=-1, keepdims=True)
+        z = np.where(above | (tied & (np.cumsum(tied, axis=-1) <= room)), z, -np.inf)
+    e = np.exp(z - z.max(-1, keepdims=True))
+    return e / e.sum(-1, keepdims=True)
+
+
 NTP_WRONG = {
     "logits * temperature": (lambda *a, **k: ntp_sort(*a, **k, multiply=True),
                              "multiplied by the temperature"),
@@ -268,6 +298,13 @@ NTP_WRONG = {
     "threshold at the k-th value keeps ties": (lambda *a, **k: ntp_sort(*a, **k, threshold=True),
                                                 "kept every token tied"),
     "ties to the higher id": (ntp_reversed, "kept the higher token id"),
+    "top k by argpartition of -z": (lambda *a, **k: ntp_top_indices(*a, **k, how="argpartition of -z"),
+                                    "np.argpartition does not order tied values"),
+    "top k by argpartition of z, the last k": (
+        lambda *a, **k: ntp_top_indices(*a, **k, how="argpartition of z, last k"),
+        "np.argpartition does not order tied values"),
+    "top k by argsort's default sort": (lambda *a, **k: ntp_top_indices(*a, **k, how="argsort"),
+                                        "np.argpartition does not order tied values"),
     "top_k=None compared with V": (ntp_no_none, "no cut: every token is kept"),
     "argsort without the minus": (lambda *a, **k: ntp_sort(*a, **k, smallest=True), "k SMALLEST"),
     "zeros after the softmax, not renormalised": (lambda *a, **k: ntp_sort(*a, **k, no_renorm=True),
@@ -279,6 +316,7 @@ NTP_RIGHT = {
     "argsort of -logits, stable": ntp_sort,
     "softmax to the power 1/T": ntp_power,
     "log-sum-exp and lexsort": ntp_logsumexp,
+    "np.partition's k-th value, ties by id": ntp_partition_then_ties,
 }
 
 WRONG_BY_EXERCISE = {"layer_norm_backward": LN_WRONG, "mlp_backward": MLP_WRONG,
@@ -289,10 +327,11 @@ RIGHT_BY_EXERCISE = {"layer_norm_backward": LN_RIGHT, "mlp_backward": MLP_RIGHT,
 
 # ------------------------------------------------------------ the cases themselves
 @pytest.mark.parametrize("hidden", [False, True], ids=["visible", "hidden"])
-def test_the_first_top_k_case_has_a_tie_at_the_k_th_place(hidden):
-    case = EXERCISES["next_token_probabilities"].cases(hidden)[0]
-    z, k = np.sort(case.args[0])[::-1], case.kwargs["top_k"]
-    assert z[k - 1] == z[k]
+@pytest.mark.parametrize("index", [0, 1])
+def test_the_first_two_next_token_cases_tie_at_the_k_th_place_in_every_row(index, hidden):
+    case = EXERCISES["next_token_probabilities"].cases(hidden)[index]
+    z, k = np.sort(np.atleast_2d(case.args[0]), axis=-1)[:, ::-1], case.kwargs["top_k"]
+    assert np.all(z[:, k - 1] == z[:, k])
 
 
 @pytest.mark.parametrize("hidden", [False, True], ids=["visible", "hidden"])
