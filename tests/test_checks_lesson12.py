@@ -242,6 +242,30 @@ def ntp_top_indices(logits, temperature=1.0, top_k=None, *, how):
     return e / e.sum(-1, keepdims=True)
 
 
+def ntp_above_the_next(logits, temperature=1.0, top_k=None):
+    """Keeps the logits larger than the (k+1)-th largest: a tie across the k-th place is dropped whole."""
+    z = logits / temperature
+    if top_k is not None and top_k < z.shape[-1]:
+        beyond = np.sort(z, axis=-1)[..., -top_k - 1][..., None]
+        z = np.where(z > beyond, z, -np.inf)
+    e = np.exp(z - z.max(-1, keepdims=True))
+    return e / e.sum(-1, keepdims=True)
+
+
+def ntp_rows_of_a_matrix(logits, temperature=1.0, top_k=None):
+    """A loop over the rows of a 1-D or 2-D input: on three axes it cuts along the wrong one."""
+    z = np.atleast_2d(logits / temperature)
+    out = np.empty_like(z)
+    for r in range(z.shape[0]):
+        row = z[r]
+        if top_k is not None and top_k < row.shape[-1]:
+            row = row.copy()
+            row[np.argsort(-row, axis=-1, kind="stable")[top_k:]] = -np.inf
+        e = np.exp(row - row.max(axis=-1, keepdims=True))
+        out[r] = e / e.sum(axis=-1, keepdims=True)
+    return out.reshape(np.shape(logits))
+
+
 def ntp_no_none(logits, temperature=1.0, top_k=None):
     """Compares top_k with the vocabulary without asking whether it is None."""
     z = logits / temperature
@@ -306,6 +330,8 @@ NTP_WRONG = {
     "top k by argsort's default sort": (lambda *a, **k: ntp_top_indices(*a, **k, how="argsort"),
                                         "np.argpartition does not order tied values"),
     "top_k=None compared with V": (ntp_no_none, "no cut: every token is kept"),
+    "only the logits above the (k+1)-th largest": (ntp_above_the_next, "kept fewer than k tokens"),
+    "a loop over the first axis only": (ntp_rows_of_a_matrix, "handles 2-D arrays only"),
     "argsort without the minus": (lambda *a, **k: ntp_sort(*a, **k, smallest=True), "k SMALLEST"),
     "zeros after the softmax, not renormalised": (lambda *a, **k: ntp_sort(*a, **k, no_renorm=True),
                                                    "not renormalised"),

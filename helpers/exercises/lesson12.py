@@ -33,7 +33,9 @@ How the cases tell the mistakes apart:
   code, and without them: NPY_DISABLE_CPU_FEATURES). The hidden cases' first is larger (4 to
   6 rows of 22 to 30 logits, k from 5 to 7). A single row of 6 logits with a tie at the 2nd
   and 3rd place, ``top_k=2``, follows; then cases without top-k, with ``top_k=None`` among
-  them, large logits at a low temperature (overflow) and a batch of rows.
+  them, large logits at a low temperature (overflow) and a batch of sequences (three axes: an
+  answer that loops over the first axis only, or reshapes to two, shows there). A top-k that
+  keeps only the logits above the (k+1)-th largest drops the whole tie (fewer than k tokens).
 
 Each mistake's simulator, with nothing switched on, is the reference (a test says so).
 """
@@ -285,7 +287,7 @@ def ntp_cases(rng, hidden):
              _ntp_case(rng.standard_normal(5), "top_k=None (no cut: every token is kept)", 0.7, None),
              _ntp_case(rng.standard_normal(6), "top-k, temperature 1", top_k=3),
              _ntp_case([800.0, 790.0, 0.0, -5.0], "large logits, a low temperature", 0.1, 2),
-             _ntp_case(rng.standard_normal((3, 5)), "a batch of rows", 1.3, 2),
+             _ntp_case(rng.standard_normal((2, 3, 5)), "a batch of sequences", 1.3, 2),
              _ntp_case(rng.standard_normal(4), "top_k larger than the vocabulary", 1.0, 9)]
     if hidden:
         size = sizer(rng)
@@ -304,7 +306,7 @@ def ntp_cases(rng, hidden):
                            0.6, None),
                  _ntp_case(rng.standard_normal(size(6, 10)), "top-k, temperature 1", top_k=size(2, 4)),
                  _ntp_case([900.0, 880.0, 10.0, -3.0, 0.0], "large logits, a low temperature", 0.05, 3),
-                 _ntp_case(rng.standard_normal((size(2, 4), size(5, 8))), "a batch of rows", 0.9, 3),
+                 _ntp_case(rng.standard_normal((2, size(2, 4), size(5, 8))), "a batch of sequences", 0.9, 3),
                  _ntp_case(rng.standard_normal(5), "top_k larger than the vocabulary", 1.0, 11)]
     return cases
 
@@ -336,6 +338,9 @@ def _ntp(logits, temperature=1.0, top_k=None, *, how_t="divide", ties="lower id"
         if ties == "keep all":
             kth = np.take_along_axis(z, order[..., top_k - 1:top_k], axis=-1)
             keep = (z >= kth) if largest else (z <= kth)
+        if ties == "drop all":         # only the logits beyond the (k+1)-th: a tie there is dropped whole
+            beyond = np.take_along_axis(z, order[..., top_k:top_k + 1], axis=-1)
+            keep = (z > beyond) if largest else (z < beyond)
     if stable:
         p = _softmax(np.where(keep, z, -np.inf)) if renormalise else _softmax(z) * keep
     else:
@@ -370,9 +375,9 @@ NTP_MISTAKES = [
     Mistake("the logits were multiplied by the temperature: divide them by it (a temperature "
             "below 1 must sharpen the distribution, above 1 flatten it).",
             lambda *a, **k: _ntp(*a, **k, how_t="multiply")),
-    Mistake("the temperature changed nothing: it was left out, or applied to the probabilities "
-            "after the softmax, which renormalising undoes. Divide the LOGITS by it, before the "
-            "softmax.",
+    Mistake("the temperature changed nothing: it was left out, or the probabilities were divided "
+            "(or multiplied) by it after the softmax, which renormalising undoes. Divide the LOGITS "
+            "by it, before the softmax.",
             lambda *a, **k: _ntp(*a, **k, how_t="after")),
     Mistake("top-k kept every token tied with the k-th largest logit (a threshold at the k-th "
             "value), so more than k tokens keep a probability. That is the field's usual rule "
@@ -380,6 +385,10 @@ NTP_MISTAKES = [
             "lesson keeps exactly k tokens, the lower token ids where logits tie (section 4 says "
             "why).",
             lambda *a, **k: _ntp(*a, **k, ties="keep all")),
+    Mistake("where logits tie at the k-th place, top-k kept fewer than k tokens: it dropped every "
+            "token tied there (keeping only the logits larger than the (k+1)-th largest, say). "
+            "This lesson keeps exactly k tokens: among tied logits, the lower token ids.",
+            lambda *a, **k: _ntp(*a, **k, ties="drop all")),
     Mistake("where logits tie at the k-th place, it kept the higher token ids (reversing an "
             "ascending sort puts the later of two tied ids first; np.argpartition, or np.argsort's "
             "default sort, may too: they leave tied values in no set order): this lesson keeps "
