@@ -96,6 +96,53 @@ def test_against_dk_prediction_is_drawn_over_the_measurements_in_its_own_colour_
     plt.close(ax.figure)
 
 
+def _rendered(fig):
+    """``fig`` drawn: its pixels (rows from the top, RGB 0-255) and a function giving the pixels
+    inside an axes' bounding box, shrunk by ``inset`` pixels."""
+    canvas = FigureCanvasAgg(fig)
+    canvas.draw()
+    image = np.asarray(canvas.buffer_rgba())[..., :3].astype(float)
+
+    def inside(bbox, inset=0):
+        x0, y0, x1, y1 = np.round(bbox.extents).astype(int)
+        height = image.shape[0]
+        return image[height - y1 + inset:height - y0 - inset, x0 + inset:x1 - inset].reshape(-1, 3)
+    return image, inside
+
+
+def _near(pixels, colour, tolerance=40):
+    """Which of ``pixels`` (k, 3) are within ``tolerance`` (per channel, 0-255) of ``colour``."""
+    return np.abs(pixels - 255 * np.array(matplotlib.colors.to_rgb(colour))).max(axis=1) < tolerance
+
+
+@pytest.mark.parametrize("top", [0.348, 997.0, 40.0])
+def test_against_dk_labels_a_y_tick_near_the_top_of_the_data(top):
+    dks = [1, 4, 16, 64]
+    lines = {"a": [top * 0.9, top, top * 0.95, top], "b": [top * 1e-5, top * 1e-3, top * 0.1, top / 2]}
+    ax = lesson02.against_dk(dks, lines, title="t", ylabel="v")
+    ax.figure.canvas.draw()
+    lo, hi = ax.get_ylim()
+    labelled = [tick.get_loc() for tick in [*ax.yaxis.get_major_ticks(), *ax.yaxis.get_minor_ticks()]
+                if tick.label1.get_visible() and tick.label1.get_text() and lo <= tick.get_loc() <= hi]
+    assert hi >= top
+    assert any(top / 1.5 <= loc <= top * 1.5 for loc in labelled), (top, labelled)
+    plt.close(ax.figure)
+
+
+def test_against_dk_shows_both_markers_where_two_lines_coincide():
+    from helpers.plots import BLUE, VERMILLION
+
+    dks = [1, 2, 4, 8, 16]
+    ax = lesson02.against_dk(dks, {"no scaling": [1, 1, 1, 1, 1], "divided by √d_k": [1, 1, 1, 1, 1]},
+                             title="t", ylabel="v")
+    _, inside = _rendered(ax.figure)
+    for x in dks:
+        px, py = ax.transData.transform((x, 1))
+        point = inside(Bbox([[px - 6, py - 6], [px + 6, py + 6]]))
+        assert _near(point, VERMILLION).sum() >= 10 and _near(point, BLUE).sum() >= 10, x
+    plt.close(ax.figure)
+
+
 def _saturation_panel(**changes):
     _, ax = plt.subplots()
     kwargs = dict(dks=np.array([1, 2, 4, 8]),
@@ -194,6 +241,34 @@ def test_dk_figure_legend_covers_no_bar_and_no_histogram_at_any_slider_position(
     fig, update = dk_figure
     update(d_k)
     assert _covered(fig) == []
+
+
+def _shown_colour(histogram):
+    """What a histogram of the d_k figure looks like on white: its fill, or its outline if unfilled."""
+    r, g, b, a = histogram.get_facecolor() if histogram.get_fill() else histogram.get_edgecolor()
+    return tuple(np.array([r, g, b]) * a + 1 - a)
+
+
+@pytest.mark.parametrize("d_k", widgets.powers_of_two(1, 512))
+def test_dk_figure_histograms_keep_the_keys_colours_where_they_overlap(dk_figure, d_k):
+    # Two translucent fills mix where they overlap into a colour the key does not show (at d_k = 1,
+    # the whole histogram). Every inked pixel inside the panel is one of the two histograms' colours,
+    # but for anti-aliased edges.
+    fig, update = dk_figure
+    update(d_k)
+    hist_raw, hist_scaled = fig.axes[0].patches[:2]
+    _, inside = _rendered(fig)
+    pixels = inside(fig.axes[0].bbox, inset=2)
+    inked = pixels[np.abs(pixels - 255).max(axis=1) > 30]
+    own = _near(inked, _shown_colour(hist_raw)) | _near(inked, _shown_colour(hist_scaled))
+    assert len(inked) > 500 and own.mean() > 0.98
+
+
+def test_dk_figure_panel_titles_have_one_font_size(dk_figure):
+    fig, update = dk_figure
+    update(16)
+    left, right = fig.axes
+    assert left.title.get_fontsize() == right.title.get_fontsize()
 
 
 @pytest.mark.parametrize("make", [lambda: lesson02.dk_figure(WORDS, reference.softmax)[0],

@@ -6,6 +6,7 @@ Colour-blind-safe Okabe-Ito colours (:mod:`helpers.plots`); the slider is built 
 
 import matplotlib.pyplot as plt
 import numpy as np
+from matplotlib.ticker import FixedLocator, FuncFormatter
 
 from ... import data
 from ...plots import BLACK, BLUE, STYLES, VERMILLION, log_axes
@@ -24,6 +25,11 @@ def against_dk(dks, lines, *, title, ylabel, prediction=None):
         Drawn as a dashed black line on top of the measurements, so that it stays
         visible where a measurement lies on it.
 
+    Where the lines meet, the first is drawn on top with the smallest markers, so that every
+    point shows. If the highest measurement lies more than twice above the highest labelled
+    power of ten, a tick at 3 times that power is labelled too, and the axis ends at the next
+    power of ten: the top of the data can be read.
+
     Returns
     -------
     matplotlib Axes
@@ -33,10 +39,19 @@ def against_dk(dks, lines, *, title, ylabel, prediction=None):
     if prediction is not None:
         label, values = prediction
         ax.plot(dks, values, color=BLACK, linestyle=(0, (4, 3)), linewidth=1.5, label=label,
-                zorder=3)                                   # lines are at 2: on top of them
-    for (label, values), (marker, colour) in zip(lines.items(), STYLES):
-        ax.plot(dks, values, marker, color=colour, label=label)
+                zorder=3)                                   # measurements are under 3
+    for k, ((label, values), (marker, colour)) in enumerate(zip(lines.items(), STYLES)):
+        # Where lines meet, each is drawn over the next with smaller markers: every point shows.
+        ax.plot(dks, values, marker, color=colour, label=label, markersize=6 + 2 * k,
+                zorder=2 + 0.1 * (len(lines) - k))          # under the prediction (3)
     log_axes(ax, "xy", xticks=dks)
+    drawn = [np.ravel(v) for v in [*lines.values(), *([prediction[1]] if prediction else [])]]
+    top = np.max(np.concatenate(drawn))
+    decade = 10.0 ** np.floor(np.log10(top))        # the highest labelled tick under the data
+    if top > 2 * decade:                            # far under the top: label 3 x it too (half
+        ax.set_ylim(top=10 * decade)                # a decade up) and end the axis on the next one
+        ax.yaxis.set_minor_locator(FixedLocator([3 * decade]))
+        ax.yaxis.set_minor_formatter(FuncFormatter(lambda value, _: f"{value:g}"))
     ax.set_title(title)
     ax.set_xlabel("d_k (size of each query and key)")
     ax.set_ylabel(ylabel)
@@ -85,7 +100,8 @@ def dk_figure(words, softmax, query="it", samples=1000):
     by √d_k, as histograms on fixed axes. Right: the query ``query``'s softmax weights
     over the sentence, with and without the scaling; for each d_k, fresh embeddings of size
     d_model = d_k and fresh random d_k x d_k ``W_Q``, ``W_K`` (so which key wins changes with d_k).
-    Under both, one key: orange without the scaling, blue with it.
+    Under both, one key: orange without the scaling (a filled histogram), blue with it (the
+    histogram's outline, drawn on top).
 
     Parameters
     ----------
@@ -109,11 +125,14 @@ def dk_figure(words, softmax, query="it", samples=1000):
     n, it = len(words), words.index(query)
     bins = np.linspace(-80, 80, 81)                 # fixed axes: you see the spread change
     x = np.arange(n)
+    title_size = 10                                 # both panels' titles (the right one has 2 lines)
     fig = Figure(figsize=(11, 4.3))
     ax1, ax2 = fig.subplots(1, 2)
     fig.subplots_adjust(left=0.06, right=0.99, bottom=0.3, top=0.865, wspace=0.16)
-    hist_raw = ax1.stairs(np.zeros(80), bins, fill=True, color=VERMILLION, alpha=0.6)
-    hist_scaled = ax1.stairs(np.zeros(80), bins, fill=True, color=BLUE, alpha=0.6)
+    # Raw: a filled histogram; scaled: its outline, on top. Where they overlap, each keeps its
+    # own colour (two translucent fills would mix into a third colour the key does not show).
+    hist_raw = ax1.stairs(np.zeros(80), bins, fill=True, color=VERMILLION, zorder=1)
+    hist_scaled = ax1.stairs(np.zeros(80), bins, fill=False, color=BLUE, linewidth=2, zorder=2)
     ax1.set_ylim(0, 0.8)
     ax1.set_xlabel("score (raw scores beyond ±80 are piled up at the edges)")
     ax1.set_ylabel(f"fraction of {samples} random scores")
@@ -146,11 +165,12 @@ def dk_figure(words, softmax, query="it", samples=1000):
     def update(d_k):
         dots, s = scores(d_k)
         hist_raw.set_data(np.histogram(np.clip(dots, -79.9, 79.9), bins)[0] / samples)
-        hist_scaled.set_data(np.histogram(dots / np.sqrt(d_k), bins)[0] / samples)
+        scaled = np.histogram(dots / np.sqrt(d_k), bins)[0] / samples
+        hist_scaled.set_data(np.where(scaled > 0, scaled, np.nan))   # no outline along empty bins
         ax1.set_title(f"{samples} random scores, d_k = {d_k}: std {dots.std():.1f} raw, "
-                      f"{(dots / np.sqrt(d_k)).std():.1f} scaled")
+                      f"{(dots / np.sqrt(d_k)).std():.1f} scaled", fontsize=title_size)
         ax2.set_title(f"Weights of the query '{query}' over the {n} keys, d_k = {d_k}\n"
-                      f"(fresh embeddings of size d_model = d_k for each d_k)", fontsize=10)
+                      f"(fresh embeddings of size d_model = d_k for each d_k)", fontsize=title_size)
         for bar, w in zip(bars_raw, softmax(s)):
             bar.set_height(w)
         for bar, w in zip(bars_scaled, softmax(s / np.sqrt(d_k))):
