@@ -44,7 +44,7 @@ ENV = "COURSE_RUN_CACHE"
 
 #: The lessons' training entry points: module -> the functions computed once per test run.
 ENTRY_POINTS = {
-    "helpers.lessons.l08_training": ("train",),
+    "helpers.lessons.l08_training": ("train", "train_with_W_q_start"),
     "helpers.lessons.l09_position": ("train", "train_two_back"),
     "helpers.lessons.l10_two_layers": ("train", "train_word_readout", "train_runs"),
 }

@@ -243,6 +243,43 @@ def test_evaluate_gives_the_results_accuracy_and_uses_params_when_given(corefere
     assert np.mean(right_word == 0) < 0.1
 
 
+
+# ----------------------------------------------------- train_with_W_q_start (the √d_k section's controls)
+def test_W_q_start_with_factor_1_is_train_bit_for_bit():
+    mine = l08_training.train_with_W_q_start(1.0, False, 3, steps=20, d_model=16, at_steps=(0, 19))
+    usual = l08_training.train("coreference", d_model=16, scale=False, steps=20, seed=3)
+    np.testing.assert_array_equal(mine["loss"], usual["loss"])
+    assert mine["accuracy"] == usual["accuracy"]
+    assert mine["largest_weight"].shape == (2,) and mine["at_steps"] == (0, 19)
+    assert mine["config"] == {**usual["config"], "W_q_factor": 1.0}
+
+
+@pytest.mark.parametrize("factor, low, high", [
+    (1e-12, 0.1 - 1e-9, 0.1 + 1e-9),    # scores all about 0: the pronoun's row is uniform over n = 10 words
+    (1e3, 0.99, 1.0),                   # scores spread about 1000 times wider: one-hot
+])
+def test_W_q_start_factor_sets_how_saturated_the_pronouns_row_starts(factor, low, high):
+    result = l08_training.train_with_W_q_start(factor, False, 0, steps=1, d_model=16, at_steps=(0,))
+    assert low <= result["largest_weight"][0] <= high
+
+
+BAD_W_Q_START = [
+    (dict(factor=0.0), "factor must be a positive finite number"),
+    (dict(factor=float("nan")), "factor must be a positive finite number"),
+    (dict(factor=True), "factor must be a positive finite number"),
+    (dict(at_steps=(0, 5)), "at_steps must be whole numbers from 0 to steps - 1 = 4"),
+    (dict(looked_at=0), "looked_at must be a positive whole number"),
+    (dict(seed=-1), "seed must be a whole number"),
+]
+
+
+@pytest.mark.parametrize("kwargs, message", BAD_W_Q_START, ids=[m for _, m in BAD_W_Q_START])
+def test_W_q_start_bad_argument_gets_a_clear_error_naming_it(kwargs, message):
+    with pytest.raises(ValueError, match=message):
+        l08_training.train_with_W_q_start(**{"factor": 1.0, "scale": True, "seed": 0, "steps": 5,
+                                             "d_model": 8, "at_steps": (0,), **kwargs})
+
+
 # ----------------------------------------------------------------- the step size
 @pytest.mark.parametrize("d_model, start", [(32, 0.01), (64, 0.005), (128, 0.0025)])
 def test_learning_rate_starts_at_0_01_times_32_over_d_model_and_falls_linearly(d_model, start):

@@ -5,14 +5,16 @@
 - :mod:`.training` -- the hyperparameters, AdamW and :func:`fit`, the course's one training loop;
 - :mod:`.plots`    -- the lesson's figures.
 
-Entry points: ``train(task, *, num_heads=1, d_model=32, scale=True, steps=None, seed=0)`` and
-``evaluate(result, params=None)`` (:mod:`.training`).
+Entry points: ``train(task, *, num_heads=1, d_model=32, scale=True, steps=None, seed=0)``,
+``evaluate(result, params=None)`` and ``train_with_W_q_start(factor, scale, seed, ...)``
+(the √d_k section's controls: ``train`` with another starting ``W_q``) (:mod:`.training`).
 """
 
 from ...threads import on_one_thread
 from . import training
-from .training import evaluate, fit
+from .training import AT_STEPS, evaluate, fit
 
 train = on_one_thread(training.train)
+train_with_W_q_start = on_one_thread(training.train_with_W_q_start)
 
-__all__ = ["evaluate", "fit", "train"]
+__all__ = ["AT_STEPS", "evaluate", "fit", "train", "train_with_W_q_start"]

@@ -212,6 +212,68 @@ def train(task, *, num_heads=1, d_model=32, scale=True, steps=None, seed=0, dtyp
                                   scale=scale, dtype=dtype)}
 
 
+#: The steps :func:`train_with_W_q_start` looks at the attention weights before (0: at the start).
+AT_STEPS = (0, 10, 50, 299)
+
+
+def train_with_W_q_start(factor, scale, seed, steps=300, d_model=128, at_steps=AT_STEPS, looked_at=500):
+    """:func:`train` on "coreference" (one head), with ``W_q`` started ``factor`` times its usual size.
+
+    The same random numbers in the same order as ``train("coreference", d_model=d_model,
+    scale=scale, steps=steps, seed=seed)``, so ``factor=1`` gives its very numbers. Before
+    the update of each step in ``at_steps`` (0 is the start), it runs the model on the first
+    ``looked_at`` held-out sentences and records how saturated the pronoun's attention row is.
+
+    Parameters
+    ----------
+    factor : float > 0, multiplies the starting ``W_q`` (d_model, d_model)
+    scale : bool, divide the scores by ``sqrt(d_k)`` (True) or not
+    seed : int >= 0, sets the starting parameters and the batches
+    steps : int > 0
+    d_model : int > 0
+    at_steps : tuple of ints in [0, steps)
+    looked_at : int > 0, how many held-out sentences the weights are measured on
+
+    Returns
+    -------
+    dict
+        ``"loss"`` (steps,); ``"accuracy"`` (held out, after training); ``"largest_weight"``
+        (len(at_steps),): at each step of ``at_steps``, the pronoun row's largest attention
+        weight, averaged over the ``looked_at`` sentences; ``"at_steps"``; ``"config"``
+        (:func:`make_config`, plus ``"W_q_factor"``).
+    """
+    check_arguments("train_with_W_q_start", 1, d_model, scale, steps, seed, "float64")
+    if isinstance(factor, (bool, np.bool_)) or not (isinstance(factor, (int, float, np.number))
+                                                     and np.isfinite(factor) and factor > 0):
+        raise ValueError(f"train_with_W_q_start: factor must be a positive finite number, got {factor!r}")
+    if not all(_whole(t) and 0 <= t < steps for t in at_steps):
+        raise ValueError(f"train_with_W_q_start: at_steps must be whole numbers from 0 to steps - 1 = "
+                         f"{steps - 1}, got {at_steps!r}")
+    if not (_whole(looked_at) and looked_at > 0):
+        raise ValueError(f"train_with_W_q_start: looked_at must be a positive whole number, "
+                         f"got {looked_at!r}")
+    data = load_corpus()
+    tokens, query = data.test.tokens[:looked_at], data.test.query[:looked_at]
+    rng = np.random.default_rng(seed)
+    params = model.init_params(len(data.vocab), d_model, 1, rng)
+    params["W_q"] *= factor
+    largest, step = [], [0]
+
+    def loss_and_grads(p, batch):                    # the usual one, plus a look at the weights
+        if step[0] in at_steps:
+            _, _, w = model.forward(p, tokens, 1, scale)                   # (looked_at, 1, n, n)
+            largest.append(w[np.arange(len(tokens)), 0, query].max(axis=-1).mean())
+        step[0] += 1
+        return model.loss_and_grads(p, batch, 1, scale)
+
+    losses = fit(params, loss_and_grads, lambda: sample_batch(data.train, rng), steps, d_model)
+    config = make_config("coreference", seed=seed, steps=steps, d_model=d_model, num_heads=1,
+                         scale=scale, dtype="float64")
+    return {"loss": losses, "accuracy": model.accuracy_on(params, data.test, 1, scale)[0],
+            "largest_weight": np.array(largest), "at_steps": tuple(at_steps),
+            "config": {**config, "W_q_factor": float(factor)}}
+
+
 def evaluate(result, params=None):
     """The held-out accuracy of a :func:`train` result (with ``params`` in place of its own, if given)."""
     config = result["config"]
