@@ -247,8 +247,12 @@ def traced_peaks(make_functions, sizes):
     return {name: np.array(p) for name, p in peaks.items()}
 
 
+#: The markers of :func:`plot_times`'s lines, in order.
+MARKERS = "os^vDP*"
+
+
 def plot_times(ax, sizes, times, colours, exponents=None, guides=(), title="", xlabel="n",
-               spread=None, guide_at=-1, ylabel="median time per call (ms)"):
+               spread=None, guide_at=-1, ylabel="median time per call (ms)", markers=None):
     """Draw times (seconds) in milliseconds against sizes on log-log axes, one line per name.
 
     Parameters
@@ -266,13 +270,15 @@ def plot_times(ax, sizes, times, colours, exponents=None, guides=(), title="", x
         Drawn as a shaded band (e.g. the fastest and slowest of the repeats).
     guide_at : int
         Index of the size the guides pass through (default the last).
+    markers : dict name -> matplotlib marker, optional
+        Default: :data:`MARKERS` in the order of ``times`` (so that two panels can share them).
     """
     from .plots import log_axes
 
-    markers = "os^vDP*"
-    for i, (name, t) in enumerate(times.items()):
+    markers = markers or {name: MARKERS[i % len(MARKERS)] for i, name in enumerate(times)}
+    for name, t in times.items():
         label = name if exponents is None else f"{name}: fitted k = {exponents[name]:.2f}"
-        ax.plot(sizes, 1e3 * t, markers[i % len(markers)] + "-", color=colours[name], label=label)
+        ax.plot(sizes, 1e3 * t, markers[name] + "-", color=colours[name], label=label)
         if spread is not None and name in spread:
             ax.fill_between(sizes, 1e3 * spread[name][0], 1e3 * spread[name][1], color=colours[name],
                             alpha=0.2, linewidth=0)

@@ -33,6 +33,22 @@ def test_stage_times_draws_on_the_right_the_sums_of_stages_in_milliseconds():
     plt.close(fig)
 
 
+def test_stage_times_draws_each_sum_in_the_colour_and_marker_of_its_stage_on_the_left():
+    sizes = np.array([64, 128, 256])
+    stages = ["projections", "scores", "softmax", "weighted sum", "output projection"]
+    times = {stage: np.array([1.0, 2.0, 4.0]) for stage in stages}
+    colours = dict(zip(stages, ["C0", "C1", "C2", "C3", "C4"]))
+    spread = {stage: (t, t) for stage, t in times.items()}
+    fig = lesson05.stage_times(sizes, times, spread, dict.fromkeys(stages, 1.0), colours, 128, "ms", "note")
+    left = {line.get_label().split(":")[0]: (line.get_color(), line.get_marker())
+            for line in fig.axes[0].get_lines()}
+    right = {line.get_label(): (line.get_color(), line.get_marker()) for line in fig.axes[1].get_lines()}
+    like = {"Q, K, V": "projections", "Q, K, V and W_O": "output projection",
+            "grid (scores, softmax, sum)": "scores"}
+    assert {label: right[label] for label in like} == {label: left[stage] for label, stage in like.items()}
+    plt.close(fig)
+
+
 def test_times_table_writes_milliseconds_per_size():
     table = lesson05.times_table([64, 128], {"scores": np.array([0.001, 0.004])})
     assert table.splitlines() == ["     n        scores", "    64         1.000", "   128         4.000"]

@@ -56,7 +56,7 @@ def stage_times(sizes, times, spread, exponents, colours, d, ylabel, note):
         The fitted exponents, written in the left panel's legend.
     colours : dict stage -> colour
     d : int
-        The model size the times were measured at: in the titles, and a dotted line at n = d.
+        The model size the times were measured at: in the left title, and a dotted line at n = d.
     ylabel, note : str
         The y-axis label, and a second title line saying what the lines and bands are.
 
@@ -64,7 +64,8 @@ def stage_times(sizes, times, spread, exponents, colours, d, ylabel, note):
     -------
     matplotlib Figure
         Left: one line per stage, with grey slopes of exactly 1 and 2 through the middle size.
-        Right: the sums of :data:`SUMS` (Q, K, V; with W_O; the grid).
+        Right: the sums of :data:`SUMS` (Q, K, V; with W_O; the grid), each in the colour and
+        marker of the stage it is drawn like.
     """
     fig, (ax, ax2) = plt.subplots(1, 2, figsize=(13, 5.4), layout="tight")
     middle = len(sizes) // 2
@@ -74,7 +75,9 @@ def stage_times(sizes, times, spread, exponents, colours, d, ylabel, note):
     sums = {label: sum(times[stage] for stage in stages) for label, (stages, _) in SUMS.items()}
     bands = {label: tuple(sum(spread[stage][end] for stage in stages) for end in (0, 1))
              for label, (stages, _) in SUMS.items()}
+    marker_of = {stage: measure.MARKERS[i % len(measure.MARKERS)] for i, stage in enumerate(times)}
     measure.plot_times(ax2, sizes, sums, {label: colours[like] for label, (_, like) in SUMS.items()},
+                       markers={label: marker_of[like] for label, (_, like) in SUMS.items()},
                        spread=bands, ylabel=ylabel, xlabel="sequence length n",
                        title=f"Where the cost moves from the projections to the grid\n{note}")
     ax2.axvline(d, color="black", linestyle=":", label=f"n = d = {d}")
