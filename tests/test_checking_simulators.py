@@ -17,7 +17,7 @@ import pytest
 from helpers.checking import Case
 from helpers.checking.compare import difference
 from helpers.exercises import EXERCISES, _lesson07_numerical, lesson02, lesson03, lesson04, lesson05, \
-    lesson06, lesson07, lesson08, lesson09, lesson10, lesson11
+    lesson06, lesson07, lesson08, lesson09, lesson10, lesson11, lesson12
 
 SIMULATORS = [   # (exercise, simulator with every mistake switched off)
     ("attention_scores", lambda Q, K: lesson02._scaled(Q, K, np.sqrt(Q.shape[-1]))),
@@ -41,6 +41,9 @@ SIMULATORS = [   # (exercise, simulator with every mistake switched off)
     ("grouped_query_attention", lesson11._gqa),
     ("attention_decode_step", lesson11._decode),
     ("key_padding_mask", lesson11._padding),
+    ("layer_norm_backward", lesson12._ln_backward),
+    ("mlp_backward", lesson12._mlp_backward),
+    ("next_token_probabilities", lesson12._ntp),
 ]
 
 #: Simulators known to disagree, with the reason (reported to the lesson's engineer).
@@ -77,7 +80,7 @@ def test_a_simulator_with_no_mistake_on_gives_the_reference(name, simulator, hid
 
 def test_every_simulator_with_keyword_switches_is_in_the_table():
     modules = [lesson02, lesson03, lesson04, lesson05, lesson06, _lesson07_numerical, lesson07, lesson08,
-               lesson09, lesson10, lesson11]
+               lesson09, lesson10, lesson11, lesson12]
     switchable = [fn for module in modules for fn in vars(module).values()
                   if inspect.isfunction(fn) and fn.__module__ == module.__name__
                   and any(p.kind is p.KEYWORD_ONLY for p in inspect.signature(fn).parameters.values())]

@@ -18,6 +18,21 @@ def test_power_laws_draws_linear_then_log_axes():
     plt.close(fig)
 
 
+def test_stage_times_draws_on_the_right_the_sums_of_stages_in_milliseconds():
+    sizes = np.array([64, 128, 256])
+    stages = ["projections", "scores", "softmax", "weighted sum", "output projection"]
+    times = {stage: np.array([1.0, 2.0, 4.0]) * 10.0 ** -i for i, stage in enumerate(stages)}
+    spread = {stage: (0.5 * t, 2 * t) for stage, t in times.items()}
+    fig = lesson05.stage_times(sizes, times, spread, dict.fromkeys(stages, 1.0),
+                               dict.fromkeys(stages, "black"), 128, "ms", "note")
+    right = {line.get_label(): line.get_ydata() for line in fig.axes[1].get_lines()}
+    # projections 1e0, output projection 1e-4; scores, softmax, weighted sum 1e-1, 1e-2, 1e-3 (seconds)
+    expected = {"Q, K, V": 1000.0, "Q, K, V and W_O": 1000.1, "grid (scores, softmax, sum)": 111.0}
+    for label, ms_at_64 in expected.items():
+        np.testing.assert_allclose(right[label], ms_at_64 * np.array([1, 2, 4]))
+    plt.close(fig)
+
+
 def test_times_table_writes_milliseconds_per_size():
     table = lesson05.times_table([64, 128], {"scores": np.array([0.001, 0.004])})
     assert table.splitlines() == ["     n        scores", "    64         1.000", "   128         4.000"]

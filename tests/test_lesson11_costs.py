@@ -55,6 +55,44 @@ def test_print_times_leaves_out_a_way_not_timed_at_that_size(capsys):
     assert lines == ["n =    1: cache 1.000 ms, every row 5.000 ms", "n =    2: cache 2.000 ms"]
 
 
+# Invented times (seconds) and counts: cache 1 ms, last row 4 ms, every row 100 ms at n = 4 (the
+# last row 8 ms at n = 8); 2e6 and 4e7 FLOPs; the preallocated step 0.5 ms at n = 4, 2 ms at n = 8.
+TIMING = {costs.WITH_CACHE: (np.array([4, 8]), np.array([1e-3, 3e-3])),
+          costs.LAST_ROW: (np.array([4, 8]), np.array([4e-3, 8e-3])),
+          costs.ALL_ROWS: (np.array([4]), np.array([0.1]))}
+FLOPS = {costs.WITH_CACHE: 2e6, costs.LAST_ROW: 4e7, costs.ALL_ROWS: 1e9}
+
+
+def test_print_cache_ratios_gives_last_row_over_cache_measured_and_counted_and_every_row_over_last_row(
+        capsys):
+    costs.print_cache_ratios(TIMING, FLOPS, n_tokens=4)
+    assert capsys.readouterr().out == ("at n = 4: last row / cache = 4.0 measured, 20 counted in FLOPs; "
+                                       "every row / last row = 25 measured\n")
+
+
+def test_print_copy_cost_gives_each_size_then_the_operations_per_second(capsys):
+    costs.print_copy_cost(TIMING, {4: 5e-4, 8: 2e-3}, FLOPS, n_tokens=4)
+    assert capsys.readouterr().out.splitlines() == [
+        "n = 4: cached step 1.000 ms copying its cache, 0.500 ms on a preallocated one; "
+        "last row / preallocated = 8.0",
+        "n = 8: cached step 3.000 ms copying its cache, 2.000 ms on a preallocated one; "
+        "last row / preallocated = 4.0",
+        "operations per second at n = 4: last row 10 GFLOP/s; cached step 2.0 GFLOP/s copying, "
+        "4.0 preallocated"]
+
+
+@pytest.mark.parametrize("call, message", [
+    (lambda: costs.print_cache_ratios(TIMING, FLOPS, n_tokens=8),
+     "'no cache, every row' was not timed at n = 8"),
+    (lambda: costs.print_copy_cost(TIMING, {4: 5e-4}, FLOPS, n_tokens=8), "n_tokens = 8 is not among"),
+    (lambda: costs.print_copy_cost(TIMING, {16: 5e-4}, FLOPS, n_tokens=16),
+     "'cache' was not timed at n = 16"),
+])
+def test_a_size_not_measured_is_refused_by_name(call, message):
+    with pytest.raises(ValueError, match=message):
+        call()
+
+
 def test_gqa_step_times_has_one_time_per_kv_head_count():
     times = costs.gqa_step_times(attention_decode_step, 6, [4, 2, 1], d_model=8, num_heads=4,
                                      repeat=1, clock=fake_clock(), min_group=0)

@@ -143,6 +143,26 @@ def test_the_gradient_of_the_whole_model_matches_central_differences():
     assert len(got) == model.count_parameters(params)
 
 
+@pytest.mark.parametrize("keys, blocks_named, top_named", [
+    (None, ("ln1_g", "ln1_b", "W_q", "W_k", "W_v", "W_o", "ln2_g", "ln2_b", "W_1", "b_1", "W_2", "b_2"),
+     ("tok", "lnf_g", "lnf_b", "W_out")),
+    (("W_q", "W_k"), ("W_q", "W_k"), ()),
+])
+def test_gradient_errors_names_each_array_of_every_block_and_uses_the_given_numerical_gradient(
+        keys, blocks_named, top_named):
+    params, config = tiny(seed=3, num_layers=3)
+    batch = np.array([[0, 3, 1, 4, 2, 1], [2, 2, 0, 1, 3, 3]])
+    _, grads = model.loss_and_grads(params, config, batch)
+    zeros = lambda f, x: np.zeros_like(x)       # a numerical_gradient all wrong: error = |gradient|
+    errors = model.gradient_errors(params, config, batch, zeros, keys=keys)
+    assert list(errors) == ([f"block {l} {key}" for l in (1, 2, 3) for key in blocks_named]
+                            + list(top_named))
+    for name, (error, largest) in errors.items():
+        *block, key = name.split()
+        want = grads[key] if not block else grads["blocks"][int(block[1]) - 1][key]
+        assert error == largest == np.abs(want).max()
+
+
 @pytest.mark.parametrize("part", ["layer_norm_backward", "mlp_backward", "attention_backward"])
 def test_the_training_twins_give_the_reference_gradients(part):
     from helpers import reference

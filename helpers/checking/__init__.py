@@ -70,10 +70,19 @@ class Mistake:
     ``fn`` takes the same arguments as the exercise and returns what the mistaken
     code would return; ``message`` explains the mistake in the learner's terms,
     without giving away the solution code.
+
+    ``like`` is for a mistake whose code has more than one possible answer on the same
+    input (which of several tied values ``np.argpartition`` keeps is up to NumPy's
+    algorithm, and that differs between NumPy versions and processors): ``like(got, case)``
+    returns the one of the mistake's answers that ``got`` would be, or None when ``got``
+    cannot be any of them, and ``got`` is compared with that instead of with ``fn``'s
+    answer. ``fn`` still returns one of the mistake's answers: it tells on which cases the
+    mistake shows (those where it differs from the reference).
     """
 
     message: str
     fn: Callable
+    like: Optional[Callable] = None
 
 
 @dataclass
@@ -241,6 +250,20 @@ def _names(exercise):
     return exercise.outputs if len(exercise.outputs) > 1 else exercise.outputs[0]
 
 
+def _answer_like(exercise, mistake, got, case, wrong, expected):
+    """The mistake's answer to compare ``got`` with: ``wrong`` (``fn``'s), or ``like``'s (None: none).
+
+    A ``like`` answer that is the right one (``got`` is wrong some other way) is None too.
+    """
+    if mistake.like is None:
+        return wrong
+    wrong = _safely(mistake.like, got, case)
+    if wrong is None or (expected is not None and agrees(wrong, expected, exercise.rtol, exercise.atol,
+                                                         False, exercise.float64_rtol)):
+        return None
+    return wrong
+
+
 def diagnose(exercise, got, case, expected=None):
     """The message of the first known mistake whose output matches ``got``, or None.
 
@@ -260,6 +283,9 @@ def diagnose(exercise, got, case, expected=None):
         if expected is not None and agrees(wrong, expected, exercise.rtol, exercise.atol, False,
                                            exercise.float64_rtol):
             continue       # this mistake gives the right answer on this case: it explains nothing here
+        wrong = _answer_like(exercise, mistake, got, case, wrong, expected)
+        if wrong is None:
+            continue
         if agrees(got, wrong, exercise.rtol, exercise.atol, False, exercise.float64_rtol):
             return mistake.message
         if (loose is None and expected is not None
@@ -279,7 +305,8 @@ def _in_place_mistake(exercise, got, case, changed):
             wrong, args, kwargs = _call_on_copies(mistake.fn, case)
         except Exception:
             continue
-        if (changed_inputs(exercise, case, args, kwargs) == changed
+        wrong = _answer_like(exercise, mistake, got, case, wrong, None)
+        if (wrong is not None and changed_inputs(exercise, case, args, kwargs) == changed
                 and agrees(got, wrong, exercise.rtol, exercise.atol, False,
                            exercise.float64_rtol)):
             return f"on input {describe_case(case)}: {mistake.message}"

@@ -18,13 +18,24 @@ How the cases tell the mistakes apart:
   erf form's derivative, the sigmoid approximation's, the product term without
   its 0.5, ReLU's, the derivative taken at ``gelu(h)``, and ``h`` in place of
   ``gelu(h)`` in ``dW_2`` all differ;
-- ``next_token_probabilities``'s first case has 6 logits with a tie at the 2nd and 3rd place,
-  ``temperature=0.5``, ``top_k=2``: the temperature multiplied in, applied after the softmax
-  (it then changes nothing) or ignored, a top-k that keeps every tie (3 tokens), the higher id of
-  a tie, or the k
-  smallest, the kept probabilities not renormalised, all differ; cases without top-k, with
-  ``top_k=None`` among them, large logits at a low temperature (overflow) and a batch of rows
-  follow.
+- ``next_token_probabilities``'s first case is a batch of 4 rows of 20 logits, ``top_k=5``,
+  ``temperature=0.8``, each row with a group of equal logits across the 5th place (4 to 6
+  tied, at random ids, 1 to 4 of them kept): the temperature
+  multiplied in, applied after the softmax (it then changes nothing) or ignored, a top-k that
+  keeps every tie (more than k tokens), the higher ids of a tie, ties kept in another order,
+  the k smallest, the kept probabilities not renormalised, all differ. "Another order" is what
+  ``np.argpartition`` and ``np.argsort``'s default (unstable) sort give: which tied ids they
+  keep depends on NumPy's version and the processor, so that mistake is matched by what the
+  answer keeps (``Mistake.like``: exactly k tokens, the largest logits, not the lowest ids
+  among the tied ones), not by one simulated answer. With several rows and groups of 4 to 6,
+  none of the argpartition or default-argsort spellings in tests/test_checks_lesson12.py keeps
+  the lower ids in every row (checked on NumPy 1.24.0, and on 2.4.6 with its AVX-512 and AVX2
+  code, and without them: NPY_DISABLE_CPU_FEATURES). The hidden cases' first is larger (4 to
+  6 rows of 22 to 30 logits, k from 5 to 7). A single row of 6 logits with a tie at the 2nd
+  and 3rd place, ``top_k=2``, follows; then cases without top-k, with ``top_k=None`` among
+  them, large logits at a low temperature (overflow) and a batch of sequences (three axes: an
+  answer that loops over the first axis only, or reshapes to two, shows there). A top-k that
+  keeps only the logits above the (k+1)-th largest drops the whole tie (fewer than k tokens).
 
 Each mistake's simulator, with nothing switched on, is the reference (a test says so).
 """
@@ -247,15 +258,36 @@ def _ntp_case(logits, label, temperature=None, top_k="absent"):
                 + "".join(f", {k}={v}" for k, v in kwargs.items()))
 
 
+def _tied_rows(rng, rows, V, k):
+    """``rows`` rows of ``V`` logits, each with a group of equal logits across the k-th place.
+
+    In a row, 0 to k - 1 logits are larger than the tied value, and the tied ones are one to
+    four more than the places left for them among the top k, at random token ids; the other
+    logits are smaller. (Multiples of 0.5 as the tied value: equal after any division.)
+    """
+    out = np.empty((rows, V))
+    for row in out:
+        above = int(rng.integers(0, k))
+        left = k - above                                    # places left for the tied logits
+        tied = int(rng.integers(left + 1, min(V - above, left + 4) + 1))
+        ids = rng.permutation(V)
+        value = float(rng.integers(-4, 5)) / 2
+        row[:] = value - 0.5 - rng.uniform(0, 3, V)
+        row[ids[:above]] = value + 0.5 + rng.uniform(0, 3, above)
+        row[ids[above:above + tied]] = value
+    return out
+
+
 def ntp_cases(rng, hidden):
     first = np.array([1.0, 2.5, 2.5, -1.0, 0.5, 3.0])       # a tie at the 2nd and 3rd place
-    cases = [_ntp_case(first, "a tie at the k-th place", 0.5, 2),
+    cases = [_ntp_case(_tied_rows(rng, 4, 20, 5), "ties across the k-th place in every row", 0.8, 5),
+             _ntp_case(first, "a tie at the k-th place", 0.5, 2),
              _ntp_case(rng.standard_normal(7) * 2,
                        "temperature only, top_k left at None (no cut: every token is kept)", 2.0),
              _ntp_case(rng.standard_normal(5), "top_k=None (no cut: every token is kept)", 0.7, None),
              _ntp_case(rng.standard_normal(6), "top-k, temperature 1", top_k=3),
              _ntp_case([800.0, 790.0, 0.0, -5.0], "large logits, a low temperature", 0.1, 2),
-             _ntp_case(rng.standard_normal((3, 5)), "a batch of rows", 1.3, 2),
+             _ntp_case(rng.standard_normal((2, 3, 5)), "a batch of sequences", 1.3, 2),
              _ntp_case(rng.standard_normal(4), "top_k larger than the vocabulary", 1.0, 9)]
     if hidden:
         size = sizer(rng)
@@ -264,14 +296,17 @@ def ntp_cases(rng, hidden):
         k = size(2, 4)
         order = np.argsort(-tied)
         tied[order[k]] = tied[order[k - 1]]                 # the k-th and (k+1)-th tie
-        cases = [_ntp_case(tied, "a tie at the k-th place", float(rng.choice([0.5, 0.8])), k),
+        rows, V_rows, k_rows = size(4, 6), size(22, 30), size(5, 7)
+        cases = [_ntp_case(_tied_rows(rng, rows, V_rows, k_rows), "ties across the k-th place in every row",
+                           float(rng.choice([0.7, 1.2])), k_rows),
+                 _ntp_case(tied, "a tie at the k-th place", float(rng.choice([0.5, 0.8])), k),
                  _ntp_case(rng.standard_normal(size(8, 12)) * 2,
                            "temperature only, top_k left at None (no cut: every token is kept)", 1.7),
                  _ntp_case(rng.standard_normal(size(5, 9)), "top_k=None (no cut: every token is kept)",
                            0.6, None),
                  _ntp_case(rng.standard_normal(size(6, 10)), "top-k, temperature 1", top_k=size(2, 4)),
                  _ntp_case([900.0, 880.0, 10.0, -3.0, 0.0], "large logits, a low temperature", 0.05, 3),
-                 _ntp_case(rng.standard_normal((size(2, 4), size(5, 8))), "a batch of rows", 0.9, 3),
+                 _ntp_case(rng.standard_normal((2, size(2, 4), size(5, 8))), "a batch of sequences", 0.9, 3),
                  _ntp_case(rng.standard_normal(5), "top_k larger than the vocabulary", 1.0, 11)]
     return cases
 
@@ -293,11 +328,19 @@ def _ntp(logits, temperature=1.0, top_k=None, *, how_t="divide", ties="lower id"
         order = np.argsort(key, axis=-1, kind="stable")
         if ties == "higher id":        # an ascending sort, reversed: among ties the higher id first
             order = np.argsort(z if largest else -z, axis=-1, kind="stable")[..., ::-1]
+        if ties == "unordered":        # one of np.argpartition's possible orders: the lowest tied id last
+            V = z.shape[-1]
+            earlier_equal = ((z[..., :, None] == z[..., None, :]) & np.tri(V, k=-1, dtype=bool)).any(axis=-1)
+            ids = np.broadcast_to(np.arange(V), z.shape)
+            order = np.lexsort((np.where(earlier_equal, ids, ids + V), key), axis=-1)
         keep = np.zeros(z.shape, dtype=bool)
         np.put_along_axis(keep, order[..., :top_k], True, axis=-1)
         if ties == "keep all":
             kth = np.take_along_axis(z, order[..., top_k - 1:top_k], axis=-1)
             keep = (z >= kth) if largest else (z <= kth)
+        if ties == "drop all":         # only the logits beyond the (k+1)-th: a tie there is dropped whole
+            beyond = np.take_along_axis(z, order[..., top_k:top_k + 1], axis=-1)
+            keep = (z > beyond) if largest else (z < beyond)
     if stable:
         p = _softmax(np.where(keep, z, -np.inf)) if renormalise else _softmax(z) * keep
     else:
@@ -309,13 +352,32 @@ def _ntp(logits, temperature=1.0, top_k=None, *, how_t="divide", ties="lower id"
     return p
 
 
+def _ntp_ties_like(got, case):
+    """The answer keeping the k largest logits and, of those tied at the k-th place, the ones ``got`` keeps.
+
+    None when ``got`` has another shape or does not keep exactly k tokens out of the largest
+    logits: then it is not a top-k whose ties were left in no set order.
+    """
+    logits, = case.args
+    temperature, top_k = case.kwargs.get("temperature", 1.0), case.kwargs.get("top_k")
+    got = np.asarray(got, dtype=float)
+    if top_k is None or top_k >= logits.shape[-1] or got.shape != logits.shape:
+        return None
+    z = logits / temperature
+    kth = np.sort(z, axis=-1)[..., -top_k, None]
+    keep = (z > kth) | ((z == kth) & (got > 0))
+    if np.any(keep.sum(axis=-1) != top_k):
+        return None
+    return _softmax(np.where(keep, z, -np.inf))
+
+
 NTP_MISTAKES = [
     Mistake("the logits were multiplied by the temperature: divide them by it (a temperature "
             "below 1 must sharpen the distribution, above 1 flatten it).",
             lambda *a, **k: _ntp(*a, **k, how_t="multiply")),
-    Mistake("the temperature changed nothing: it was left out, or applied to the probabilities "
-            "after the softmax, which renormalising undoes. Divide the LOGITS by it, before the "
-            "softmax.",
+    Mistake("the temperature changed nothing: it was left out, or the probabilities were divided "
+            "(or multiplied) by it after the softmax, which renormalising undoes. Divide the LOGITS "
+            "by it, before the softmax.",
             lambda *a, **k: _ntp(*a, **k, how_t="after")),
     Mistake("top-k kept every token tied with the k-th largest logit (a threshold at the k-th "
             "value), so more than k tokens keep a probability. That is the field's usual rule "
@@ -323,10 +385,21 @@ NTP_MISTAKES = [
             "lesson keeps exactly k tokens, the lower token ids where logits tie (section 4 says "
             "why).",
             lambda *a, **k: _ntp(*a, **k, ties="keep all")),
-    Mistake("where logits tie at the k-th place, it kept the higher token id (reversing an "
-            "ascending sort puts the later of two tied ids first): this lesson keeps the lower "
-            "token ids among ties.",
+    Mistake("where logits tie at the k-th place, top-k kept fewer than k tokens: it dropped every "
+            "token tied there (keeping only the logits larger than the (k+1)-th largest, say). "
+            "This lesson keeps exactly k tokens: among tied logits, the lower token ids.",
+            lambda *a, **k: _ntp(*a, **k, ties="drop all")),
+    Mistake("where logits tie at the k-th place, it kept the higher token ids (reversing an "
+            "ascending sort puts the later of two tied ids first; np.argpartition, or np.argsort's "
+            "default sort, may too: they leave tied values in no set order): this lesson keeps "
+            "the lower token ids among ties.",
             lambda *a, **k: _ntp(*a, **k, ties="higher id")),
+    Mistake("where logits tie at the k-th place, it kept k tokens but not the lowest ids among the "
+            "tied ones: np.argpartition does not order tied values (nor does np.argsort's default "
+            "sort, which is not stable), so which of them it keeps is up to NumPy, and can change "
+            "with the input, the NumPy version or the processor. This lesson keeps exactly k "
+            "tokens and, among tied logits, the lower token ids.",
+            lambda *a, **k: _ntp(*a, **k, ties="unordered"), like=_ntp_ties_like),
     Mistake("top-k kept the k SMALLEST logits: keep the k largest (np.argsort sorts from the "
             "smallest up).",
             lambda *a, **k: _ntp(*a, **k, largest=False)),

@@ -6,7 +6,13 @@ The times come from :func:`helpers.measure.median_times` (shared with lessons 06
 import matplotlib.pyplot as plt
 import numpy as np
 
+from ... import measure
 from ...plots import STYLES, log_axes
+
+# The right panel of :func:`stage_times`: each line is a sum of stages, drawn in the colour of a stage.
+SUMS = {"Q, K, V": (["projections"], "projections"),
+        "Q, K, V and W_O": (["projections", "output projection"], "output projection"),
+        "grid (scores, softmax, sum)": (["scores", "softmax", "weighted sum"], "scores")}
 
 
 def power_laws(sizes, laws):
@@ -32,6 +38,48 @@ def power_laws(sizes, laws):
         ax.set_ylabel("cost")
         ax.legend()
     fig.tight_layout()
+    return fig
+
+
+def stage_times(sizes, times, spread, exponents, colours, d, ylabel, note):
+    """Each stage's time against n, then the projections against the grid, both on log-log axes.
+
+    Parameters
+    ----------
+    sizes : 1-D array of sequence lengths n, shape (m,)
+    times : dict stage -> median seconds per call, shape (m,)
+        The five stages of :data:`SUMS` (``"projections"``, ``"scores"``, ``"softmax"``,
+        ``"weighted sum"``, ``"output projection"``).
+    spread : dict stage -> (fastest, slowest) seconds per call, each shape (m,)
+        Drawn as bands; a sum's band runs from the sum of the fastest runs to the sum of the slowest.
+    exponents : dict stage -> float
+        The fitted exponents, written in the left panel's legend.
+    colours : dict stage -> colour
+    d : int
+        The model size the times were measured at: in the titles, and a dotted line at n = d.
+    ylabel, note : str
+        The y-axis label, and a second title line saying what the lines and bands are.
+
+    Returns
+    -------
+    matplotlib Figure
+        Left: one line per stage, with grey slopes of exactly 1 and 2 through the middle size.
+        Right: the sums of :data:`SUMS` (Q, K, V; with W_O; the grid).
+    """
+    fig, (ax, ax2) = plt.subplots(1, 2, figsize=(13, 5.4), layout="tight")
+    middle = len(sizes) // 2
+    measure.plot_times(ax, sizes, times, colours, exponents, spread=spread, ylabel=ylabel,
+                       guides=[("projections", 1), ("scores", 2)], guide_at=middle,
+                       title=f"Time of each stage against n (d = {d})\n{note}", xlabel="sequence length n")
+    sums = {label: sum(times[stage] for stage in stages) for label, (stages, _) in SUMS.items()}
+    bands = {label: tuple(sum(spread[stage][end] for stage in stages) for end in (0, 1))
+             for label, (stages, _) in SUMS.items()}
+    measure.plot_times(ax2, sizes, sums, {label: colours[like] for label, (_, like) in SUMS.items()},
+                       spread=bands, ylabel=ylabel, xlabel="sequence length n",
+                       title=f"Where the cost moves from the projections to the grid\n{note}")
+    ax2.axvline(d, color="black", linestyle=":", label=f"n = d = {d}")
+    ax.legend(loc="upper left")
+    ax2.legend(loc="upper left")
     return fig
 
 

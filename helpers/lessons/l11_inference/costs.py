@@ -173,6 +173,59 @@ def print_times(timing, sizes):
         print(f"n = {n_tokens:>4}: " + ", ".join(parts))
 
 
+def _at(timing, way, n_tokens):
+    """Seconds of ``way`` at ``n_tokens`` in ``timing``; a ValueError if it was not timed there."""
+    n, t = timing[way]
+    if n_tokens not in n:
+        raise ValueError(f"{way!r} was not timed at n = {n_tokens} (timed at {list(n)})")
+    return t[n == n_tokens][0]
+
+
+def print_cache_ratios(timing, flops, n_tokens=1024):
+    """Print what the cache saves at one n: measured, and counted in FLOPs.
+
+    Parameters
+    ----------
+    timing : dict way -> (sizes, seconds), as :func:`time_per_token` returns (every way timed at n_tokens)
+    flops : dict way -> float, ``flops_per_token(n_tokens, d_model)`` (the same n and model)
+    n_tokens : int
+
+    Prints one line: *last row / cache* measured and counted, *every row / last row* measured.
+    """
+    at = {way: _at(timing, way, n_tokens) for way in WAYS}
+    print(f"at n = {n_tokens}: last row / cache = {at[LAST_ROW] / at[WITH_CACHE]:.1f} measured, "
+          f"{flops[LAST_ROW] / flops[WITH_CACHE]:.0f} counted in FLOPs; "
+          f"every row / last row = {at[ALL_ROWS] / at[LAST_ROW]:.0f} measured")
+
+
+def print_copy_cost(timing, preallocated, flops, n_tokens=1024):
+    """Print the cached step that copies its cache against one on a preallocated cache.
+
+    Parameters
+    ----------
+    timing : dict way -> (sizes, seconds), as :func:`time_per_token` returns
+    preallocated : dict n -> seconds of the step on a cache allocated once (:func:`preallocated_step_times`)
+    flops : dict way -> float, ``flops_per_token(n_tokens, d_model)``
+    n_tokens : int, one of ``preallocated``'s sizes: where the operations per second are given
+
+    Prints one line per size of ``preallocated`` (ms copying, ms preallocated, last row /
+    preallocated), then the operations per second (GFLOP/s) at ``n_tokens``: the last row, the
+    cached step copying its cache and preallocated.
+    """
+    if n_tokens not in preallocated:
+        raise ValueError(f"print_copy_cost: n_tokens = {n_tokens} is not among the preallocated "
+                         f"step's sizes {list(preallocated)}")
+    for n, t_pre in preallocated.items():
+        print(f"n = {n}: cached step {1e3 * _at(timing, WITH_CACHE, n):.3f} ms copying its cache, "
+              f"{1e3 * t_pre:.3f} ms on a preallocated one; "
+              f"last row / preallocated = {_at(timing, LAST_ROW, n) / t_pre:.1f}")
+    last_row, cached = _at(timing, LAST_ROW, n_tokens), _at(timing, WITH_CACHE, n_tokens)
+    print(f"operations per second at n = {n_tokens}: "
+          f"last row {flops[LAST_ROW] / last_row / 1e9:.0f} GFLOP/s; "
+          f"cached step {flops[WITH_CACHE] / cached / 1e9:.1f} GFLOP/s copying, "
+          f"{flops[WITH_CACHE] / preallocated[n_tokens] / 1e9:.1f} preallocated")
+
+
 def plot_time_per_token(timing, exponents, ranges, ax=None, title=None):
     """Time per generated token against n, log-log, one line per way; returns the Axes.
 
@@ -207,17 +260,8 @@ def gqa_step_times(decode_step, n, kv_heads, d_model=64, num_heads=8, repeat=7, 
     -------
     dict num_kv_heads -> seconds
     """
-    keep_freed_memory()
-    rng = np.random.default_rng(seed)
-    d_head = d_model // num_heads
-    times = {}
-    for g in kv_heads:
-        W = random_weights(d_model, num_heads, g, seed=seed)
-        x = rng.standard_normal(d_model)
-        cache = {"K": rng.standard_normal((g, n, d_head)), "V": rng.standard_normal((g, n, d_head))}
-        times[g] = measure.median_time(lambda: decode_step(x, cache, *W, num_heads, g), repeat=repeat,
-                                       number=None, clock=clock, min_group=min_group)
-    return times
+    return _step_times(lambda x, cache, W, g: decode_step(x, cache, *W, num_heads, g), n, kv_heads,
+                       d_model, num_heads, repeat, seed, clock, min_group)
 
 
 def preallocated_step_times(n, kv_heads, d_model=64, num_heads=8, repeat=7, seed=0,
@@ -233,6 +277,14 @@ def preallocated_step_times(n, kv_heads, d_model=64, num_heads=8, repeat=7, seed
     -------
     dict num_kv_heads -> seconds
     """
+    def step(x, cache, W, g):
+        return generate.decode_step_preallocated(x, cache, n, *W, num_heads, g)
+    # The cache holds n tokens and room for one more.
+    return _step_times(step, n + 1, kv_heads, d_model, num_heads, repeat, seed, clock, min_group)
+
+
+def _step_times(step, length, kv_heads, d_model, num_heads, repeat, seed, clock, min_group):
+    """Median seconds of ``step(x, cache, W, g)``, a cache of ``length`` random columns, per kv-head count."""
     keep_freed_memory()
     rng = np.random.default_rng(seed)
     d_head = d_model // num_heads
@@ -240,11 +292,9 @@ def preallocated_step_times(n, kv_heads, d_model=64, num_heads=8, repeat=7, seed
     for g in kv_heads:
         W = random_weights(d_model, num_heads, g, seed=seed)
         x = rng.standard_normal(d_model)
-        cache = {"K": rng.standard_normal((g, n + 1, d_head)),          # n tokens, room for one more
-                 "V": rng.standard_normal((g, n + 1, d_head))}
-        times[g] = measure.median_time(
-            lambda: generate.decode_step_preallocated(x, cache, n, *W, num_heads, g),
-            repeat=repeat, number=None, clock=clock, min_group=min_group)
+        cache = {"K": rng.standard_normal((g, length, d_head)), "V": rng.standard_normal((g, length, d_head))}
+        times[g] = measure.median_time(lambda: step(x, cache, W, g), repeat=repeat, number=None,
+                                       clock=clock, min_group=min_group)
     return times
 
 

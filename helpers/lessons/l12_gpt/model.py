@@ -292,6 +292,48 @@ def loss_and_grads(params, config, batch, parts=None):
     return loss, _like(grads, params)
 
 
+def loss_of_one_array(params, config, batch, owner, key):
+    """The loss on ``batch (B, T + 1)`` as a function of one parameter array, the rest held fixed.
+
+    ``owner[key]`` is the array (``owner`` is ``params`` or one of ``params["blocks"]``). The
+    returned ``f(value)`` (``value`` shaped like ``owner[key]``) puts ``value`` in its place, takes
+    the mean cross-entropy of :func:`forward`, and puts the array back: a float.
+    """
+    def f(value):
+        old, owner[key] = owner[key], value
+        try:
+            return cross_entropy(forward(params, config, batch[:, :-1]), batch[:, 1:])
+        finally:
+            owner[key] = old
+    return f
+
+
+def gradient_errors(params, config, batch, numerical_gradient, parts=None, keys=None):
+    """:func:`loss_and_grads`'s gradient of every parameter array against central differences.
+
+    Parameters
+    ----------
+    params, config : the model (a tiny one: ``numerical_gradient`` runs the model twice per number)
+    batch : int array, shape (B, T + 1)
+    numerical_gradient : callable ``(f, x) -> array shaped like x`` (lesson 07's, or a learner's)
+    parts : dict, optional, as for :func:`loss_and_grads` (a learner's backward functions)
+    keys : tuple of str, optional: only the arrays of these names (e.g. ``("W_q", "W_k")``)
+
+    Returns
+    -------
+    dict ``{name: (largest |error|, largest |gradient|)}``, one entry per array, named
+    ``"block 1 W_q"`` ... for the blocks' arrays (block by block), then ``tok``, ``lnf_g``,
+    ``lnf_b``, ``W_out``.
+    """
+    _, grads = loss_and_grads(params, config, batch, parts=parts)
+    arrays = [(f"block {l + 1} {key}", block, key, grads["blocks"][l][key])
+              for l, block in enumerate(params["blocks"]) for key in block]
+    arrays += [(key, params, key, grads[key]) for key in ("tok", "lnf_g", "lnf_b", "W_out")]
+    return {name: (np.abs(mine - numerical_gradient(loss_of_one_array(params, config, batch, owner, key),
+                                                    owner[key])).max(), np.abs(mine).max())
+            for name, owner, key, mine in arrays if keys is None or key in keys}
+
+
 def _like(grads, params):
     """``grads`` in ``params``' dtype (a learner's part may return float64)."""
     dtype = params["tok"].dtype
