@@ -14,7 +14,9 @@ contents buttons open their panels; at a laptop's (1366 px) the navigation butto
 collapses the sidebar and the contents button opens the page's contents (no third column: the
 code gets the width); one search box, search snippets without TeX or buttons. No code line
 wraps (a long one scrolls inside its block, and no name is split); no page wider than a
-phone; figures enlarge on a tap. No notebook plumbing: no setup cell, no "Shift + Enter";
+phone; a formula or code block wider than its column shows a shadow at each edge with more to
+see (none at its end), and one that fits looks as it would without that cue; figures enlarge
+on a tap. No notebook plumbing: no setup cell, no "Shift + Enter";
 numbers measured at build time say so. Every lesson's maths rendered by MathJax with no
 formula error and no stray ``$``; every exercise as an exercise (a "Try it" box, its
 starting code folded); slider images at 100 dpi or more and never enlarged; a favicon, one
@@ -31,6 +33,7 @@ The first tests (the landing page's table, the badges, the staging) need none of
 import base64
 import functools
 import http.server
+import io
 import os
 import re
 import struct
@@ -40,7 +43,9 @@ import urllib.parse
 from pathlib import Path
 
 import nbformat
+import numpy as np
 import pytest
+from PIL import Image
 
 import lab_browser
 from helpers import course
@@ -711,6 +716,150 @@ def test_on_a_phone_code_blocks_scroll_sideways_and_never_split_a_name(phone, se
                          f"{wrapped[:3]}")
     stuck = [b["first"] for b in blocks if b["wide"] and b["overflowX"] not in ("auto", "scroll")]
     assert not stuck, f"{lesson}: blocks wider than a phone that cannot scroll: {stuck[:3]}"
+
+
+# --- the scroll cue: a shadow at an edge of a formula or code block with more to see that way ------
+
+#: The blocks that scroll sideways inside the column: display formulas and code.
+SCROLLING = {"formula": 'article mjx-container[display="true"]', "code": "article pre"}
+DISPLAY_MATHS = re.compile(r"\$\$(.+?)\$\$", re.S)
+
+
+def display_formulas(lesson):
+    """The TeX of each display formula (``$$...$$``) in the lesson's text."""
+    return [m.group(1) for cell in student(lesson).cells if cell.cell_type == "markdown"
+            for m in DISPLAY_MATHS.finditer(cell.source)]
+
+
+def longest_formula_line(lesson):
+    """The length of the TeX of the lesson's longest line of display maths (0 if it has none)."""
+    return max((len(line.strip()) for formula in display_formulas(lesson)
+                for line in re.split(r"\\\\|\n", formula)), default=0)
+
+
+def cue_shown(block):
+    """How much the scroll cue shows on ``block`` (a locator), scrolled as it is now: the largest
+    difference of a colour channel (0-255) between the block as shown and the block without its
+    background images, across its middle rows (the middle 40 % of its height, at most 24 px), over
+    its 8 px at the left edge (``left``), at the right edge (``right``), and across it (``all``)."""
+    block.scroll_into_view_if_needed()
+    box = block.bounding_box()
+    rows = min(0.4 * box["height"], 24)
+    clip = {"x": box["x"], "y": box["y"] + (box["height"] - rows) / 2, "width": box["width"], "height": rows}
+
+    def shot():
+        png = block.page.screenshot(clip=clip)
+        return np.asarray(Image.open(io.BytesIO(png)).convert("RGB"), dtype=int)
+
+    shown = shot()
+    block.evaluate("e => { e.style.backgroundImage = 'none'; }")
+    try:
+        bare = shot()
+    finally:
+        block.evaluate("e => { e.style.backgroundImage = ''; }")
+    diff = np.abs(shown - bare).max(axis=2)
+    edge = round(8 * diff.shape[1] / box["width"])
+    return {"left": int(diff[:, :edge].max()), "right": int(diff[:, -edge:].max()), "all": int(diff.max())}
+
+
+def open_lesson(context, server, lesson, theme):
+    """The lesson's page in a new tab of ``context`` (a phone, a desktop), its maths typeset, in the
+    theme's colours."""
+    page = context.new_page()
+    page.goto(server + f"notebooks/{lesson}.html", wait_until="load")
+    page.evaluate("async theme => { if (window.MathJax && MathJax.startup) await MathJax.startup.promise;"
+                  " document.documentElement.dataset.theme = theme; }", theme)
+    return page
+
+
+# Of each block: is it on show (not in a folded cell) and wider than its column; by how much.
+_WIDE = "es => es.map(e => e.checkVisibility() && e.scrollWidth > e.clientWidth + 1)"
+_HIDDEN = "es => es.map(e => e.checkVisibility() ? e.scrollWidth - e.clientWidth : 0)"
+#: What a reader sees as a shadow (at its darkest, 0.35 of black on white: 89), and as nothing.
+SHOWS, NOTHING = 30, 3
+
+
+@pytest.mark.parametrize("theme", ["light", "dark"])
+@pytest.mark.parametrize("kind", ["formula", "code"])
+def test_on_a_phone_a_wide_block_shows_a_shadow_on_the_side_with_more_and_none_past_its_end(
+        phone, server, kind, theme):
+    lesson = max(LESSONS, key=longest_formula_line)
+    page = open_lesson(phone, server, lesson, theme)
+    try:
+        blocks = page.locator(SCROLLING[kind])
+        hidden = blocks.evaluate_all(_HIDDEN)
+        assert max(hidden) > 0, f"{lesson}: no {kind} wider than a phone (the lesson of the longest formula)"
+        block = blocks.nth(hidden.index(max(hidden)))
+        assert block.evaluate("e => getComputedStyle(e).overflowX") in ("auto", "scroll")
+        start = cue_shown(block)
+        block.evaluate("e => { e.scrollLeft = e.scrollWidth; }")
+        end = cue_shown(block)
+    finally:
+        page.close()
+    assert start["right"] >= SHOWS and start["left"] <= NOTHING, f"{lesson}, at its start: {start}"
+    assert end["right"] <= NOTHING and end["left"] >= SHOWS, f"{lesson}, scrolled to its end: {end}"
+
+
+@pytest.mark.parametrize("theme", ["light", "dark"])
+@pytest.mark.parametrize("width", ["phone", "desktop"])
+def test_formulas_and_code_that_fit_look_as_they_would_without_the_cue(phone, context, server, width, theme):
+    lesson = max(LESSONS, key=lambda lesson: len(display_formulas(lesson)))
+    page = open_lesson(phone if width == "phone" else context, server, lesson, theme)
+    try:
+        fitting, changed = {}, []
+        # (At a desktop's width nearly all code fits: forty screenshots a page. The colour of the
+        # covers of every code block is checked below, without screenshots.)
+        kinds = SCROLLING if width == "phone" else {"formula": SCROLLING["formula"]}
+        for kind, selector in kinds.items():
+            blocks = page.locator(selector)
+            for i, wide in enumerate(blocks.evaluate_all(_WIDE)):
+                block = blocks.nth(i)
+                if wide or not block.evaluate("e => e.checkVisibility()"):
+                    continue
+                fitting[kind] = fitting.get(kind, 0) + 1
+                shown = cue_shown(block)
+                if shown["all"] > NOTHING:
+                    changed.append(f"{kind} {i} ({block.text_content()[:40]!r}): {shown}")
+    finally:
+        page.close()
+    assert fitting.get("formula"), f"{lesson}: no display formula that fits at a {width}'s width ({fitting})"
+    assert not changed, f"{lesson}: blocks that fit but look changed by the cue: {changed}"
+
+
+# Each formula and code block: has it the cue (two covers that ride with the content, two shadows
+# that stay), and are its covers the colour behind it (its own background, else its box's or the
+# page's)? Else a block that fits would show a stripe at each edge. In the theme's light and dark.
+_CUES = """([selector, theme]) => {
+  const root = document.documentElement, before = root.dataset.theme;
+  root.dataset.theme = theme;
+  const rgb = value => { const p = document.createElement('i');
+                         p.style.color = value; document.body.append(p);
+                         const c = getComputedStyle(p).color; p.remove(); return c; };
+  const behind = e => { for (let a = e; a; a = a.parentElement) {
+                          const c = getComputedStyle(a).backgroundColor;
+                          if (c !== 'transparent' && !/^rgba\\(.*, 0\\)$/.test(c)) return c; }
+                        return 'rgb(255, 255, 255)'; };
+  const found = Array.from(document.querySelectorAll(selector)).map(e => { const s = getComputedStyle(e);
+    return {what: e.tagName + ': ' + e.textContent.slice(0, 40), overflowX: s.overflowX,
+            gradients: (s.backgroundImage.match(/gradient\\(/g) || []).length,
+            attachment: s.backgroundAttachment,
+            cover: rgb(s.getPropertyValue('--course-cue-cover').trim()), behind: behind(e)}; });
+  if (before === undefined) delete root.dataset.theme; else root.dataset.theme = before;
+  return found; }"""
+
+
+@pytest.mark.parametrize("lesson", LESSONS)
+def test_every_formula_and_code_block_has_the_scroll_cue_in_the_colour_behind_it(open_page, lesson):
+    path = f"notebooks/{lesson}.html"
+    page = open_page(path)
+    for theme in ("light", "dark"):
+        blocks = page.evaluate(_CUES, [", ".join(SCROLLING.values()), theme])
+        assert blocks, f"{path}: no formula or code block"
+        without = [b["what"] for b in blocks if b["overflowX"] not in ("auto", "scroll")
+                   or b["gradients"] != 4 or b["attachment"] != "local, local, scroll, scroll"]
+        assert not without, f"{path} ({theme}): blocks without the scroll cue: {without[:3]}"
+        stripes = [(b["what"], b["cover"], b["behind"]) for b in blocks if b["cover"] != b["behind"]]
+        assert not stripes, f"{path} ({theme}): covers not the colour behind: {stripes[:3]}"
 
 
 def test_on_a_phone_a_figure_enlarges_on_a_tap_and_closes_on_another(phone, server):
