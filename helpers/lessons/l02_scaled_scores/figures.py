@@ -25,10 +25,11 @@ def against_dk(dks, lines, *, title, ylabel, prediction=None):
         Drawn as a dashed black line on top of the measurements, so that it stays
         visible where a measurement lies on it.
 
-    Where the lines meet, the first is drawn on top with the smallest markers, so that every
-    point shows. If the highest measurement lies more than twice above the highest labelled
-    power of ten, a tick at 3 times that power is labelled too, and the axis ends at the next
-    power of ten: the top of the data can be read.
+    Where the lines meet, the first is drawn on top with the smallest markers, so that the
+    points of two lines show (three meeting at one point may hide the third). If the highest
+    value drawn (a measurement or the prediction) lies more than twice above the highest
+    labelled power of ten, a tick at 3 times that power is labelled too, and the axis ends at
+    the next power of ten: the top of the data can be read.
 
     Returns
     -------
