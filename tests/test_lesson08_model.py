@@ -246,7 +246,8 @@ def test_evaluate_gives_the_results_accuracy_and_uses_params_when_given(corefere
 
 # ----------------------------------------------------- train_with_W_q_start (the √d_k section's controls)
 def test_W_q_start_with_factor_1_is_train_bit_for_bit():
-    mine = l08_training.train_with_W_q_start(1.0, False, 3, steps=20, d_model=16, at_steps=(0, 19))
+    mine = l08_training.train_with_W_q_start(factor=1.0, scale=False, seed=3, steps=20, d_model=16,
+                                             at_steps=(0, 19))
     usual = l08_training.train("coreference", d_model=16, scale=False, steps=20, seed=3)
     np.testing.assert_array_equal(mine["loss"], usual["loss"])
     assert mine["accuracy"] == usual["accuracy"]
@@ -259,7 +260,8 @@ def test_W_q_start_with_factor_1_is_train_bit_for_bit():
     (1e3, 0.99, 1.0),                   # scores spread about 1000 times wider: one-hot
 ])
 def test_W_q_start_factor_sets_how_saturated_the_pronouns_row_starts(factor, low, high):
-    result = l08_training.train_with_W_q_start(factor, False, 0, steps=1, d_model=16, at_steps=(0,))
+    result = l08_training.train_with_W_q_start(factor=factor, scale=False, seed=0, steps=1, d_model=16,
+                                               at_steps=(0,))
     assert low <= result["largest_weight"][0] <= high
 
 
@@ -267,8 +269,13 @@ BAD_W_Q_START = [
     (dict(factor=0.0), "factor must be a positive finite number"),
     (dict(factor=float("nan")), "factor must be a positive finite number"),
     (dict(factor=True), "factor must be a positive finite number"),
-    (dict(at_steps=(0, 5)), "at_steps must be whole numbers from 0 to steps - 1 = 4"),
-    (dict(looked_at=0), "looked_at must be a positive whole number"),
+    (dict(at_steps=(0, 5)), "at_steps must be increasing whole numbers from 0 to steps - 1 = 4"),
+    (dict(at_steps=(3, 0)), "at_steps must be increasing"),
+    (dict(at_steps=(0, 0)), "at_steps must be increasing"),
+    (dict(at_steps=0), "at_steps must be increasing"),
+    (dict(steps=None), "steps must be a positive whole number"),
+    (dict(looked_at=0), "looked_at must be a whole number from 1 to the"),
+    (dict(looked_at=10**6), "looked_at must be a whole number from 1 to the"),
     (dict(seed=-1), "seed must be a whole number"),
 ]
 

@@ -6,8 +6,9 @@
 - :mod:`.plots`    -- the lesson's figures.
 
 Entry points: ``train(task, *, num_heads=1, d_model=32, scale=True, steps=None, seed=0)``,
-``evaluate(result, params=None)`` and ``train_with_W_q_start(factor, scale, seed, ...)``
-(the √d_k section's controls: ``train`` with another starting ``W_q``) (:mod:`.training`).
+``evaluate(result, params=None)`` (of a ``train`` result) and
+``train_with_W_q_start(*, factor, scale, seed, ...)`` (the √d_k section's controls: ``train`` with
+another starting ``W_q``, and how saturated the pronoun's row is on the way) (:mod:`.training`).
 """
 
 from ...threads import on_one_thread

@@ -216,7 +216,7 @@ def train(task, *, num_heads=1, d_model=32, scale=True, steps=None, seed=0, dtyp
 AT_STEPS = (0, 10, 50, 299)
 
 
-def train_with_W_q_start(factor, scale, seed, steps=300, d_model=128, at_steps=AT_STEPS, looked_at=500):
+def train_with_W_q_start(*, factor, scale, seed, steps=300, d_model=128, at_steps=AT_STEPS, looked_at=500):
     """:func:`train` on "coreference" (one head), with ``W_q`` started ``factor`` times its usual size.
 
     The same random numbers in the same order as ``train("coreference", d_model=d_model,
@@ -231,8 +231,12 @@ def train_with_W_q_start(factor, scale, seed, steps=300, d_model=128, at_steps=A
     seed : int >= 0, sets the starting parameters and the batches
     steps : int > 0
     d_model : int > 0
-    at_steps : tuple of ints in [0, steps)
-    looked_at : int > 0, how many held-out sentences the weights are measured on
+    at_steps : tuple of ints in [0, steps), increasing
+        The last update is step ``steps - 1``: what the weights are after it is not looked at.
+    looked_at : int > 0, at most the held-out set's size: how many held-out sentences the
+        weights are measured on
+
+    The result has no ``"params"``: it is not for :func:`evaluate`.
 
     Returns
     -------
@@ -246,13 +250,16 @@ def train_with_W_q_start(factor, scale, seed, steps=300, d_model=128, at_steps=A
     if isinstance(factor, (bool, np.bool_)) or not (isinstance(factor, (int, float, np.number))
                                                      and np.isfinite(factor) and factor > 0):
         raise ValueError(f"train_with_W_q_start: factor must be a positive finite number, got {factor!r}")
-    if not all(_whole(t) and 0 <= t < steps for t in at_steps):
-        raise ValueError(f"train_with_W_q_start: at_steps must be whole numbers from 0 to steps - 1 = "
-                         f"{steps - 1}, got {at_steps!r}")
-    if not (_whole(looked_at) and looked_at > 0):
-        raise ValueError(f"train_with_W_q_start: looked_at must be a positive whole number, "
-                         f"got {looked_at!r}")
+    if not (_whole(steps) and steps > 0):
+        raise ValueError(f"train_with_W_q_start: steps must be a positive whole number, got {steps!r}")
+    if not (isinstance(at_steps, (tuple, list)) and all(_whole(t) and 0 <= t < steps for t in at_steps)
+            and all(a < b for a, b in zip(at_steps, at_steps[1:]))):
+        raise ValueError(f"train_with_W_q_start: at_steps must be increasing whole numbers from 0 to "
+                         f"steps - 1 = {steps - 1}, got {at_steps!r}")
     data = load_corpus()
+    if not (_whole(looked_at) and 0 < looked_at <= len(data.test.tokens)):
+        raise ValueError(f"train_with_W_q_start: looked_at must be a whole number from 1 to the "
+                         f"{len(data.test.tokens)} held-out sentences, got {looked_at!r}")
     tokens, query = data.test.tokens[:looked_at], data.test.query[:looked_at]
     rng = np.random.default_rng(seed)
     params = model.init_params(len(data.vocab), d_model, 1, rng)
